@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C glue of ip_vs_vmwlch: scheduler statics, pernet registration, the VMWLCH
+ * generic netlink family and accessors for static inlines. Everything with
+ * a decision in it lives in Rust (vmwlch.rs); keep this file boring.
+ *
+ * Locking: vmwlch_mutex serialises every writer of the Rust state (IPVS
+ * scheduler callbacks, which already hold the IPVS config mutex, and the
+ * netlink commands). schedule() runs under rcu_read_lock() in softirq or
+ * process context and only reads the RCU-published snapshot.
+ */
+
+#define KMSG_COMPONENT "IPVS"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/random.h>
+#include <linux/rcupdate.h>
+#include <net/genetlink.h>
+#include <net/ip_vs.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+#include "../include/uapi/linux/vmwlch.h"
+#include "glue.h"
+
+static DEFINE_MUTEX(vmwlch_mutex);
+static unsigned int vmwlch_net_id __read_mostly;
+
+struct vmwlch_net {
+	void __rcu *state;
+};
+
+static void *vmwlch_state_locked(struct net *net)
+{
+	struct vmwlch_net *vn = net_generic(net, vmwlch_net_id);
+
+	return rcu_dereference_protected(vn->state,
+					 lockdep_is_held(&vmwlch_mutex));
+}
+
+/* ---- accessors for Rust ---- */
+
+void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out)
+{
+	out->weight = atomic_read(&dest->weight);
+	out->activeconns = atomic_read(&dest->activeconns);
+	out->inactconns = atomic_read(&dest->inactconns);
+	out->flags = READ_ONCE(dest->flags);
+}
+
+u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16)
+{
+	memset(out16, 0, 16);
+	if (dest->af == AF_INET6)
+		memcpy(out16, &dest->addr.in6, 16);
+	else
+		memcpy(out16, &dest->addr.ip, 4);
+	return dest->af;
+}
+
+int vmwlch_svc_walk(struct ip_vs_service *svc,
+		    int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx)
+{
+	struct ip_vs_dest *dest;
+	int ret;
+
+	list_for_each_entry(dest, &svc->destinations, n_list) {
+		ret = cb(ctx, dest);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void vmwlch_retire(struct rcu_head *head)
+{
+	call_rcu(head, vmwlch_rs_snapshot_free);
+}
+
+u32 vmwlch_random_u32(void)
+{
+	return get_random_u32();
+}
+
+void vmwlch_msg_end(struct sk_buff *skb, void *hdr)
+{
+	genlmsg_end(skb, hdr);
+}
+
+void vmwlch_msg_cancel(struct sk_buff *skb, void *hdr)
+{
+	genlmsg_cancel(skb, hdr);
+}
+
+int vmwlch_put_u32(struct sk_buff *skb, int type, u32 value)
+{
+	return nla_put_u32(skb, type, value);
+}
+
+int vmwlch_put_u64(struct sk_buff *skb, int type, u64 value)
+{
+	return nla_put_u64_64bit(skb, type, value, VMWLCH_A_PAD);
+}
+
+int vmwlch_put_bytes(struct sk_buff *skb, int type, const void *data, int len)
+{
+	return nla_put(skb, type, len, data);
+}
+
+void *vmwlch_nest_start(struct sk_buff *skb, int type)
+{
+	return nla_nest_start(skb, type);
+}
+
+void vmwlch_nest_end(struct sk_buff *skb, void *nest)
+{
+	nla_nest_end(skb, nest);
+}
+
+/* ---- schedulers ---- */
+
+static int vmwlch_init_common(struct ip_vs_service *svc, int kind)
+{
+	void *st;
+	int ret = -ENODEV;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(svc->ipvs->net);
+	if (st)
+		ret = vmwlch_rs_init_service(st, svc, kind);
+	mutex_unlock(&vmwlch_mutex);
+	return ret;
+}
+
+static int vmwlc_init_svc(struct ip_vs_service *svc)
+{
+	return vmwlch_init_common(svc, VMWLCH_KIND_VMWLC);
+}
+
+static int vmwlch_init_svc(struct ip_vs_service *svc)
+{
+	return vmwlch_init_common(svc, VMWLCH_KIND_VMWLCH);
+}
+
+static void vmwlch_done_svc(struct ip_vs_service *svc)
+{
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	/* NULL once the namespace's state is gone (netns teardown order). */
+	st = vmwlch_state_locked(svc->ipvs->net);
+	if (st)
+		vmwlch_rs_done_service(st, svc);
+	mutex_unlock(&vmwlch_mutex);
+}
+
+static int vmwlch_add_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
+{
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(svc->ipvs->net);
+	if (st)
+		vmwlch_rs_add_dest(st, svc, dest);
+	mutex_unlock(&vmwlch_mutex);
+	return 0;
+}
+
+static int vmwlch_del_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
+{
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(svc->ipvs->net);
+	if (st)
+		vmwlch_rs_del_dest(st, svc, dest);
+	mutex_unlock(&vmwlch_mutex);
+	return 0;
+}
+
+static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
+						 int kind)
+{
+	struct vmwlch_net *vn = net_generic(svc->ipvs->net, vmwlch_net_id);
+	struct ip_vs_dest *dest = NULL;
+	void *st;
+
+	st = rcu_dereference(vn->state);
+	if (st)
+		dest = vmwlch_rs_schedule(st, svc, kind);
+	if (!dest)
+		ip_vs_scheduler_err(svc, "no destination available");
+	return dest;
+}
+
+static struct ip_vs_dest *vmwlc_schedule(struct ip_vs_service *svc,
+					 const struct sk_buff *skb,
+					 struct ip_vs_iphdr *iph)
+{
+	return vmwlch_schedule_common(svc, VMWLCH_KIND_VMWLC);
+}
+
+static struct ip_vs_dest *vmwlch_schedule(struct ip_vs_service *svc,
+					  const struct sk_buff *skb,
+					  struct ip_vs_iphdr *iph)
+{
+	return vmwlch_schedule_common(svc, VMWLCH_KIND_VMWLCH);
+}
+
+/* Weight and flag changes are read live; upd_dest needs no snapshot. */
+static struct ip_vs_scheduler vmwlc_scheduler = {
+	.name =		"vmwlc",
+	.refcnt =	ATOMIC_INIT(0),
+	.module =	THIS_MODULE,
+	.n_list =	LIST_HEAD_INIT(vmwlc_scheduler.n_list),
+	.init_service =	vmwlc_init_svc,
+	.done_service =	vmwlch_done_svc,
+	.add_dest =	vmwlch_add_dest,
+	.del_dest =	vmwlch_del_dest,
+	.schedule =	vmwlc_schedule,
+};
+
+static struct ip_vs_scheduler vmwlch_scheduler = {
+	.name =		"vmwlch",
+	.refcnt =	ATOMIC_INIT(0),
+	.module =	THIS_MODULE,
+	.n_list =	LIST_HEAD_INIT(vmwlch_scheduler.n_list),
+	.init_service =	vmwlch_init_svc,
+	.done_service =	vmwlch_done_svc,
+	.add_dest =	vmwlch_add_dest,
+	.del_dest =	vmwlch_del_dest,
+	.schedule =	vmwlch_schedule,
+};
+
+/* ---- per network namespace state ---- */
+
+static int __net_init vmwlch_net_init(struct net *net)
+{
+	struct vmwlch_net *vn = net_generic(net, vmwlch_net_id);
+	void *st = vmwlch_rs_net_new();
+
+	if (!st)
+		return -ENOMEM;
+	mutex_lock(&vmwlch_mutex);
+	rcu_assign_pointer(vn->state, st);
+	mutex_unlock(&vmwlch_mutex);
+	return 0;
+}
+
+static void __net_exit vmwlch_net_exit(struct net *net)
+{
+	struct vmwlch_net *vn = net_generic(net, vmwlch_net_id);
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(net);
+	RCU_INIT_POINTER(vn->state, NULL);
+	mutex_unlock(&vmwlch_mutex);
+	if (st) {
+		synchronize_rcu();
+		vmwlch_rs_net_free(st);
+	}
+}
+
+static struct pernet_operations vmwlch_net_ops = {
+	.init = vmwlch_net_init,
+	.exit = vmwlch_net_exit,
+	.id = &vmwlch_net_id,
+	.size = sizeof(struct vmwlch_net),
+};
+
+/* ---- generic netlink family ---- */
+
+static const struct nla_policy vmwlch_member_policy[VMWLCH_MEMBER_A_MAX + 1] = {
+	/* 4 or 16 bytes: the exact length is checked in Rust */
+	[VMWLCH_MEMBER_A_ADDR] = { .type = NLA_BINARY, .len = 16 },
+};
+
+static const struct nla_policy vmwlch_host_policy[VMWLCH_A_MAX + 1] = {
+	[VMWLCH_A_HOST_NAME] = { .type = NLA_NUL_STRING,
+				 .len = VMWLCH_HOST_NAME_MAX - 1 },
+	[VMWLCH_A_HOST_WEIGHT] = NLA_POLICY_MAX(NLA_U32, VMWLCH_MAX_WEIGHT),
+	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
+};
+
+static const struct nla_policy vmwlch_policy[VMWLCH_A_MAX + 1] = {
+	[VMWLCH_A_HOST_NAME] = { .type = NLA_NUL_STRING,
+				 .len = VMWLCH_HOST_NAME_MAX - 1 },
+	[VMWLCH_A_HOST_WEIGHT] = NLA_POLICY_MAX(NLA_U32, VMWLCH_MAX_WEIGHT),
+	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
+	[VMWLCH_A_HOST] = NLA_POLICY_NESTED(vmwlch_host_policy),
+};
+
+static struct genl_family vmwlch_genl_family;
+
+void *vmwlch_msg_put(struct sk_buff *skb, u32 portid, u32 seq, int flags,
+		     u8 cmd)
+{
+	return genlmsg_put(skb, portid, seq, &vmwlch_genl_family, flags, cmd);
+}
+
+static int vmwlch_nl_change(struct sk_buff *skb, struct genl_info *info)
+{
+	const struct nlattr *attrs = nlmsg_attrdata(info->nlhdr, GENL_HDRLEN);
+	int len = nlmsg_attrlen(info->nlhdr, GENL_HDRLEN);
+	const char *msg = NULL;
+	int bad = -1, ret;
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(genl_info_net(info));
+	if (st)
+		ret = vmwlch_rs_cmd(st, info->genlhdr->cmd, attrs, len, &msg,
+				    &bad);
+	else
+		ret = -ENODEV;
+	mutex_unlock(&vmwlch_mutex);
+
+	if (ret && msg)
+		NL_SET_ERR_MSG_FMT(info->extack, "%s", msg);
+	if (ret && bad >= 0 && bad < len)
+		NL_SET_BAD_ATTR(info->extack, (const void *)attrs + bad);
+	return ret;
+}
+
+static int vmwlch_nl_get_host(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *reply;
+	u32 member_off = 0;
+	void *st;
+	int idx, ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, VMWLCH_A_HOST_NAME))
+		return -EINVAL;
+	reply = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!reply)
+		return -ENOMEM;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(genl_info_net(info));
+	idx = st ? vmwlch_rs_host_index(st, nla_data(info->attrs[VMWLCH_A_HOST_NAME]))
+		 : -ENODEV;
+	if (idx >= 0)
+		ret = vmwlch_rs_fill_host(st, idx, &member_off, reply,
+					  info->snd_portid, info->snd_seq, 0);
+	else
+		ret = idx;
+	mutex_unlock(&vmwlch_mutex);
+
+	if (ret == -ENOENT) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[VMWLCH_A_HOST_NAME],
+				    "no such host");
+	} else if (ret == 1 || ret == -EMSGSIZE) {
+		NL_SET_ERR_MSG(info->extack,
+			       "host has too many members for one message: use a dump");
+		ret = -EMSGSIZE;
+	}
+	if (ret) {
+		nlmsg_free(reply);
+		return ret;
+	}
+	return genlmsg_reply(reply, info);
+}
+
+static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	u32 idx = cb->args[0], member_off = cb->args[1];
+	int ret = 0;
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(sock_net(skb->sk));
+	while (st) {
+		ret = vmwlch_rs_fill_host(st, idx, &member_off, skb,
+					  NETLINK_CB(cb->skb).portid,
+					  cb->nlh->nlmsg_seq, NLM_F_MULTI);
+		if (ret)
+			break;
+		idx++;
+		member_off = 0;
+	}
+	mutex_unlock(&vmwlch_mutex);
+
+	cb->args[0] = idx;
+	cb->args[1] = member_off;
+	/* -ENOENT: past the last host; 1/-EMSGSIZE: skb full, continue later */
+	if (ret == -EMSGSIZE && skb->len == 0)
+		return -EMSGSIZE;
+	return skb->len;
+}
+
+static int vmwlch_nl_get_info(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *reply;
+	void *st;
+	int ret;
+
+	reply = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!reply)
+		return -ENOMEM;
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(genl_info_net(info));
+	ret = st ? vmwlch_rs_fill_info(st, reply, info->snd_portid,
+				       info->snd_seq)
+		 : -ENODEV;
+	mutex_unlock(&vmwlch_mutex);
+	if (ret) {
+		nlmsg_free(reply);
+		return ret;
+	}
+	return genlmsg_reply(reply, info);
+}
+
+static const struct genl_ops vmwlch_genl_ops[] = {
+	{ .cmd = VMWLCH_CMD_SET_HOST, .doit = vmwlch_nl_change,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = VMWLCH_CMD_DEL_HOST, .doit = vmwlch_nl_change,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = VMWLCH_CMD_ADD_MEMBERS, .doit = vmwlch_nl_change,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = VMWLCH_CMD_DEL_MEMBERS, .doit = vmwlch_nl_change,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = VMWLCH_CMD_REPLACE_MAP, .doit = vmwlch_nl_change,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = VMWLCH_CMD_FLUSH, .doit = vmwlch_nl_change,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = VMWLCH_CMD_GET_HOST, .doit = vmwlch_nl_get_host,
+	  .dumpit = vmwlch_nl_dump_hosts, .flags = GENL_ADMIN_PERM },
+	{ .cmd = VMWLCH_CMD_GET_INFO, .doit = vmwlch_nl_get_info,
+	  .flags = GENL_ADMIN_PERM },
+};
+
+static struct genl_family vmwlch_genl_family __ro_after_init = {
+	.name = VMWLCH_GENL_NAME,
+	.version = VMWLCH_GENL_VERSION,
+	.maxattr = VMWLCH_A_MAX,
+	.policy = vmwlch_policy,
+	.netnsok = true,
+	.module = THIS_MODULE,
+	.ops = vmwlch_genl_ops,
+	.n_ops = ARRAY_SIZE(vmwlch_genl_ops),
+	/* strict validation (no trailing data, no unknown attributes) for all */
+	.resv_start_op = VMWLCH_CMD_UNSPEC + 1,
+};
+
+/* ---- module setup ---- */
+
+int vmwlch_glue_init(void)
+{
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct rcu_head) != 2 * sizeof(void *));
+
+	ret = register_pernet_subsys(&vmwlch_net_ops);
+	if (ret)
+		return ret;
+	ret = register_ip_vs_scheduler(&vmwlc_scheduler);
+	if (ret)
+		goto err_pernet;
+	ret = register_ip_vs_scheduler(&vmwlch_scheduler);
+	if (ret)
+		goto err_vmwlc;
+	ret = genl_register_family(&vmwlch_genl_family);
+	if (ret)
+		goto err_vmwlch;
+	return 0;
+
+err_vmwlch:
+	unregister_ip_vs_scheduler(&vmwlch_scheduler);
+err_vmwlc:
+	unregister_ip_vs_scheduler(&vmwlc_scheduler);
+err_pernet:
+	unregister_pernet_subsys(&vmwlch_net_ops);
+	rcu_barrier();
+	return ret;
+}
+
+void vmwlch_glue_exit(void)
+{
+	genl_unregister_family(&vmwlch_genl_family);
+	/* IPVS holds a module reference while a service uses a scheduler,
+	 * so no service is bound to us any more. */
+	unregister_ip_vs_scheduler(&vmwlch_scheduler);
+	unregister_ip_vs_scheduler(&vmwlc_scheduler);
+	unregister_pernet_subsys(&vmwlch_net_ops);
+	/* wait for snapshot frees queued with call_rcu (they run module code) */
+	rcu_barrier();
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The seam between the C glue (glue.c) and the Rust side (vmwlch.rs).
+ *
+ * C owns what Rust-for-Linux cannot express on 6.12: the struct
+ * ip_vs_scheduler statics, the generic netlink family with its policy, the
+ * pernet registration, and accessors for static inlines and RCU list walks.
+ * Rust owns the state, the host map, validation and the selection.
+ *
+ * "state" below is an opaque pointer to a Rust-owned per-netns NetState.
+ */
+#ifndef VMWLCH_GLUE_H
+#define VMWLCH_GLUE_H
+
+#include <linux/types.h>
+
+struct ip_vs_service;
+struct ip_vs_dest;
+struct sk_buff;
+struct rcu_head;
+
+/* Scheduler kinds, passed to Rust. */
+#define VMWLCH_KIND_VMWLC	0	/* host stage over the service's own load */
+#define VMWLCH_KIND_VMWLCH	1	/* host stage over all services' load */
+
+/* Live values of a destination, read with atomic_read(). */
+struct vmwlch_live {
+	s32 weight;
+	s32 activeconns;
+	s32 inactconns;
+	u32 flags;
+};
+
+/* ---- implemented in Rust (vmwlch.rs) ---- */
+void *vmwlch_rs_net_new(void);
+void vmwlch_rs_net_free(void *state);
+int vmwlch_rs_init_service(void *state, struct ip_vs_service *svc, int kind);
+void vmwlch_rs_done_service(void *state, struct ip_vs_service *svc);
+void vmwlch_rs_add_dest(void *state, struct ip_vs_service *svc,
+			struct ip_vs_dest *dest);
+void vmwlch_rs_del_dest(void *state, struct ip_vs_service *svc,
+			struct ip_vs_dest *dest);
+struct ip_vs_dest *vmwlch_rs_schedule(void *state, struct ip_vs_service *svc,
+				      int kind);
+void vmwlch_rs_snapshot_free(struct rcu_head *head);
+/* Netlink commands: the attribute stream of the request (already validated
+ * against the policy). Returns 0 or -errno; on error *msg is a static
+ * message and *bad_off the offset of the offending attribute or -1. */
+int vmwlch_rs_cmd(void *state, u8 cmd, const void *attrs, int len,
+		  const char **msg, int *bad_off);
+/* Fill one message for host idx starting at member *member_off; returns 0
+ * when the host is complete, 1 when the skb filled up mid-host (continue at
+ * *member_off), -ENOENT past the last host, -EMSGSIZE if nothing fit. */
+int vmwlch_rs_fill_host(void *state, u32 idx, u32 *member_off,
+			struct sk_buff *skb, u32 portid, u32 seq, int flags);
+/* Look a host up by name (NUL-terminated); returns its index or -ENOENT. */
+int vmwlch_rs_host_index(void *state, const char *name);
+int vmwlch_rs_fill_info(void *state, struct sk_buff *skb, u32 portid,
+			u32 seq);
+
+/* ---- implemented in C (glue.c), called from Rust ---- */
+void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out);
+/* Address of a destination: returns the family (AF_INET/AF_INET6) and
+ * copies 16 bytes (IPv4 in the first 4). */
+u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16);
+/* Walk svc->destinations (caller holds the IPVS config mutex). */
+int vmwlch_svc_walk(struct ip_vs_service *svc,
+		    int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx);
+void vmwlch_retire(struct rcu_head *head);
+u32 vmwlch_random_u32(void);
+
+/* Module setup and teardown, called from the Rust module's init and drop. */
+int vmwlch_glue_init(void);
+void vmwlch_glue_exit(void);
+
+void *vmwlch_msg_put(struct sk_buff *skb, u32 portid, u32 seq, int flags,
+		     u8 cmd);
+void vmwlch_msg_end(struct sk_buff *skb, void *hdr);
+void vmwlch_msg_cancel(struct sk_buff *skb, void *hdr);
+int vmwlch_put_u32(struct sk_buff *skb, int type, u32 value);
+int vmwlch_put_u64(struct sk_buff *skb, int type, u64 value);
+int vmwlch_put_bytes(struct sk_buff *skb, int type, const void *data, int len);
+void *vmwlch_nest_start(struct sk_buff *skb, int type);
+void vmwlch_nest_end(struct sk_buff *skb, void *nest);
+
+#endif /* VMWLCH_GLUE_H */

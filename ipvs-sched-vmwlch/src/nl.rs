@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The VMWLCH generic netlink commands: parsing of the (policy-validated)
+//! attribute stream, semantic validation and the all-or-nothing updates of
+//! the host map, and the dump/info replies.
+
+use kernel::prelude::*;
+
+use crate::ffi::{Msg, MsgFull};
+use crate::state::{Addr, Host, Inner, Member, NetState};
+use crate::uapi::*;
+
+/// Netlink header flags masked off the attribute type.
+const NLA_TYPE_MASK: u16 = !(0x8000 | 0x4000);
+
+/// A rejected request: errno, a static message for extack, and the offset
+/// of the offending attribute in the request's attribute stream (or -1).
+pub(crate) struct Reject {
+    pub(crate) err: Error,
+    pub(crate) msg: &'static CStr,
+    pub(crate) bad: i32,
+}
+
+fn reject(err: Error, msg: &'static CStr, bad: Option<usize>) -> Reject {
+    Reject {
+        err,
+        msg,
+        bad: bad.and_then(|b| i32::try_from(b).ok()).unwrap_or(-1),
+    }
+}
+
+fn oom() -> Reject {
+    reject(ENOMEM, c_str!("out of memory"), None)
+}
+
+/// One attribute: type, payload and the offset of its header in the request.
+#[derive(Clone, Copy)]
+struct Nla<'a> {
+    ty: u16,
+    payload: &'a [u8],
+    off: usize,
+}
+
+/// Iterates the attributes in `buf`, whose first byte is at offset `base`.
+struct Attrs<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+}
+
+fn attrs(buf: &[u8], base: usize) -> Attrs<'_> {
+    Attrs { buf, pos: 0, base }
+}
+
+impl<'a> Iterator for Attrs<'a> {
+    type Item = Result<Nla<'a>, Reject>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = self.buf.get(self.pos..)?;
+        if rest.len() < 4 {
+            return None;
+        }
+        let off = self.base + self.pos;
+        let len = usize::from(u16::from_ne_bytes([rest[0], rest[1]]));
+        let ty = u16::from_ne_bytes([rest[2], rest[3]]) & NLA_TYPE_MASK;
+        let Some(payload) = rest.get(4..len) else {
+            self.pos = self.buf.len();
+            return Some(Err(reject(EINVAL, c_str!("malformed attribute"), Some(off))));
+        };
+        self.pos += (len + 3) & !3;
+        Some(Ok(Nla { ty, payload, off }))
+    }
+}
+
+/// A string attribute's bytes up to the NUL.
+fn nla_str(p: &[u8]) -> &[u8] {
+    let n = p.iter().position(|&c| c == 0).unwrap_or(p.len());
+    p.get(..n).unwrap_or(&[])
+}
+
+fn nla_u32(p: &[u8]) -> Option<u32> {
+    let b: [u8; 4] = p.get(..4)?.try_into().ok()?;
+    Some(u32::from_ne_bytes(b))
+}
+
+fn valid_name(n: &[u8]) -> bool {
+    !n.is_empty()
+        && n.len() < VMWLCH_HOST_NAME_MAX
+        && n
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-' | b':'))
+}
+
+/// The host-level attributes of a request (top level or inside `HOST`).
+#[derive(Default)]
+struct HostReq<'a> {
+    name: Option<Nla<'a>>,
+    weight: Option<u32>,
+    members: Option<Nla<'a>>,
+}
+
+fn parse_host_attrs<'a>(buf: &'a [u8], base: usize, cmd: u8) -> Result<HostReq<'a>, Reject> {
+    let mut r = HostReq::default();
+    for a in attrs(buf, base) {
+        let a = a?;
+        match a.ty {
+            VMWLCH_A_HOST_NAME => r.name = Some(a),
+            VMWLCH_A_HOST_WEIGHT => {
+                let w = nla_u32(a.payload)
+                    .ok_or_else(|| reject(EINVAL, c_str!("HOST_WEIGHT must be a u32"), Some(a.off)))?;
+                if w > VMWLCH_MAX_WEIGHT {
+                    return Err(reject(EINVAL, c_str!("host weight above 65535"), Some(a.off)));
+                }
+                r.weight = Some(w);
+            }
+            VMWLCH_A_HOST_MEMBERS => r.members = Some(a),
+            VMWLCH_A_HOST if cmd == VMWLCH_CMD_REPLACE_MAP => {}
+            _ => {
+                return Err(reject(
+                    EINVAL,
+                    c_str!("attribute not valid for this command"),
+                    Some(a.off),
+                ))
+            }
+        }
+    }
+    Ok(r)
+}
+
+fn req_name<'a>(r: &HostReq<'a>) -> Result<&'a [u8], Reject> {
+    let Some(a) = r.name else {
+        return Err(reject(EINVAL, c_str!("missing HOST_NAME"), None));
+    };
+    let n = nla_str(a.payload);
+    if !valid_name(n) {
+        return Err(reject(
+            EINVAL,
+            c_str!("host name must be 1-63 characters of A-Z a-z 0-9 . _ - :"),
+            Some(a.off),
+        ));
+    }
+    Ok(n)
+}
+
+/// Parses a HOST_MEMBERS nest into a sorted, de-duplicated address list.
+fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
+    let mut v = KVec::new();
+    for a in attrs(nest.payload, nest.off + 4) {
+        let a = a?;
+        if a.ty != VMWLCH_MEMBER_A_ADDR {
+            return Err(reject(EINVAL, c_str!("unknown member attribute"), Some(a.off)));
+        }
+        let addr = Addr::from_wire(a.payload).ok_or_else(|| {
+            reject(
+                EINVAL,
+                c_str!("member address must be 4 (IPv4) or 16 (IPv6) bytes"),
+                Some(a.off),
+            )
+        })?;
+        if v.len() >= VMWLCH_MAX_MEMBERS {
+            return Err(reject(E2BIG, c_str!("too many member addresses (limit 65536)"), Some(a.off)));
+        }
+        v.push(addr, GFP_KERNEL).map_err(|_| oom())?;
+    }
+    v.as_mut_slice().sort_unstable();
+    let mut w = 0;
+    for r in 0..v.len() {
+        let cur = v[r];
+        if w == 0 || v[w - 1] != cur {
+            v[w] = cur;
+            w += 1;
+        }
+    }
+    if w < v.len() {
+        // SAFETY: `w` is below the length, so the first `w` elements are
+        // initialised; `Addr` is `Copy` (nothing to drop).
+        unsafe { v.set_len(w) };
+    }
+    Ok(v)
+}
+
+/// Maps `addrs` to host `idx` (moving addresses mapped elsewhere). All-or-nothing.
+fn map_members(inner: &mut Inner, idx: u32, addrs: &[Addr]) -> Result<(), Reject> {
+    let new = addrs.iter().filter(|a| inner.host_of(a).is_none()).count();
+    if inner.members.len() + new > VMWLCH_MAX_MEMBERS {
+        return Err(reject(ENOSPC, c_str!("too many mapped addresses (limit 65536)"), None));
+    }
+    inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
+    // Nothing below can fail.
+    let old_len = inner.members.len();
+    for a in addrs {
+        match inner
+            .members
+            .get(..old_len)
+            .unwrap_or(&[])
+            .binary_search_by(|m| m.addr.cmp(a))
+        {
+            Ok(i) => {
+                if let Some(m) = inner.members.get_mut(i) {
+                    m.host = idx;
+                }
+            }
+            Err(_) => {
+                let _ = inner.members.push(Member { addr: *a, host: idx }, GFP_KERNEL);
+            }
+        }
+    }
+    inner.members.as_mut_slice().sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+    Ok(())
+}
+
+fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<(), Reject> {
+    let name = req_name(r)?;
+    let addrs = match r.members {
+        Some(m) => parse_members(m)?,
+        None if add_only => return Err(reject(EINVAL, c_str!("missing HOST_MEMBERS"), None)),
+        None => KVec::new(),
+    };
+    let idx = match inner.host_index(name) {
+        Some(i) => i,
+        None if add_only => {
+            return Err(reject(ENOENT, c_str!("no such host"), r.name.map(|a| a.off)))
+        }
+        None => {
+            if inner.hosts.len() >= VMWLCH_MAX_HOSTS {
+                return Err(reject(ENOSPC, c_str!("too many hosts (limit 1024)"), r.name.map(|a| a.off)));
+            }
+            // Make room for both changes before making either.
+            inner.hosts.reserve(1, GFP_KERNEL).map_err(|_| oom())?;
+            let new = addrs.iter().filter(|a| inner.host_of(a).is_none()).count();
+            if inner.members.len() + new > VMWLCH_MAX_MEMBERS {
+                return Err(reject(ENOSPC, c_str!("too many mapped addresses (limit 65536)"), None));
+            }
+            inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
+            let weight = r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT);
+            inner.hosts.push(Host::new(name, weight), GFP_KERNEL).map_err(|_| oom())?;
+            inner.hosts.len() - 1
+        }
+    };
+    map_members(inner, idx as u32, &addrs)?;
+    if let (Some(w), Some(h)) = (r.weight, inner.hosts.get_mut(idx)) {
+        h.weight = w;
+    }
+    Ok(())
+}
+
+fn cmd_del_host(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
+    let name = req_name(r)?;
+    let idx = inner
+        .host_index(name)
+        .ok_or_else(|| reject(ENOENT, c_str!("no such host"), r.name.map(|a| a.off)))?;
+    inner.del_host(idx);
+    Ok(())
+}
+
+fn cmd_del_members(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
+    let Some(nest) = r.members else {
+        return Err(reject(EINVAL, c_str!("missing HOST_MEMBERS"), None));
+    };
+    let addrs = parse_members(nest)?;
+    if let Some(name) = r.name {
+        let n = nla_str(name.payload);
+        let idx = inner
+            .host_index(n)
+            .ok_or_else(|| reject(ENOENT, c_str!("no such host"), Some(name.off)))?;
+        if addrs.iter().any(|a| inner.host_of(a) != Some(idx as u32)) {
+            return Err(reject(ENOENT, c_str!("an address is not mapped to this host"), Some(nest.off)));
+        }
+    } else if addrs.iter().any(|a| inner.host_of(a).is_none()) {
+        return Err(reject(ENOENT, c_str!("an address is not mapped"), Some(nest.off)));
+    }
+    inner.unmap(&addrs);
+    Ok(())
+}
+
+fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
+    let mut hosts: KVec<Host> = KVec::new();
+    let mut members: KVec<Member> = KVec::new();
+    for a in attrs(buf, 0) {
+        let a = a?;
+        if a.ty != VMWLCH_A_HOST {
+            return Err(reject(EINVAL, c_str!("REPLACE_MAP takes only HOST attributes"), Some(a.off)));
+        }
+        let r = parse_host_attrs(a.payload, a.off + 4, VMWLCH_CMD_SET_HOST)?;
+        let name = req_name(&r)?;
+        if hosts.iter().any(|h| h.name() == name) {
+            return Err(reject(EINVAL, c_str!("duplicate host name"), r.name.map(|n| n.off)));
+        }
+        if hosts.len() >= VMWLCH_MAX_HOSTS {
+            return Err(reject(ENOSPC, c_str!("too many hosts (limit 1024)"), Some(a.off)));
+        }
+        let idx = hosts.len() as u32;
+        hosts
+            .push(Host::new(name, r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT)), GFP_KERNEL)
+            .map_err(|_| oom())?;
+        if let Some(m) = r.members {
+            for addr in parse_members(m)?.iter() {
+                if members.len() >= VMWLCH_MAX_MEMBERS {
+                    return Err(reject(ENOSPC, c_str!("too many mapped addresses (limit 65536)"), Some(m.off)));
+                }
+                members
+                    .push(Member { addr: *addr, host: idx }, GFP_KERNEL)
+                    .map_err(|_| oom())?;
+            }
+        }
+    }
+    members.as_mut_slice().sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+    if members.windows(2).any(|w| w[0].addr == w[1].addr) {
+        return Err(reject(EINVAL, c_str!("an address is listed under two hosts"), None));
+    }
+    inner.hosts = hosts;
+    inner.members = members;
+    Ok(())
+}
+
+/// Runs a changing command; on success the snapshot is rebuilt.
+pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> Result<(), Reject> {
+    match cmd {
+        VMWLCH_CMD_SET_HOST | VMWLCH_CMD_ADD_MEMBERS => {
+            let r = parse_host_attrs(buf, 0, cmd)?;
+            cmd_set_host(inner, &r, cmd == VMWLCH_CMD_ADD_MEMBERS)?;
+        }
+        VMWLCH_CMD_DEL_HOST => {
+            let r = parse_host_attrs(buf, 0, cmd)?;
+            if r.weight.is_some() || r.members.is_some() {
+                return Err(reject(EINVAL, c_str!("DEL_HOST takes only HOST_NAME"), None));
+            }
+            cmd_del_host(inner, &r)?;
+        }
+        VMWLCH_CMD_DEL_MEMBERS => {
+            let r = parse_host_attrs(buf, 0, cmd)?;
+            cmd_del_members(inner, &r)?;
+        }
+        VMWLCH_CMD_REPLACE_MAP => cmd_replace(inner, buf)?,
+        VMWLCH_CMD_FLUSH => {
+            if let Some(a) = attrs(buf, 0).next() {
+                let off = a.map(|a| a.off).ok();
+                return Err(reject(EINVAL, c_str!("FLUSH takes no attributes"), off));
+            }
+            inner.hosts = KVec::new();
+            inner.members = KVec::new();
+        }
+        _ => return Err(reject(EOPNOTSUPP, c_str!("unknown command"), None)),
+    }
+    st.rebuild(inner);
+    Ok(())
+}
+
+/// Outcome of filling one host message.
+pub(crate) enum Fill {
+    /// The host is complete in this message.
+    Done,
+    /// The skb filled up; continue with this member offset.
+    Partial(u32),
+}
+
+/// Writes host `idx` starting at its `member_off`-th member.
+pub(crate) fn fill_host(
+    inner: &Inner,
+    idx: u32,
+    member_off: u32,
+    msg: &mut Msg,
+) -> Result<Fill, MsgFull> {
+    let Some(h) = inner.hosts.get(idx as usize) else {
+        return Ok(Fill::Done);
+    };
+    msg.put_str(VMWLCH_A_HOST_NAME, h.name())?;
+    if member_off == 0 {
+        let (a, i, n) = inner.host_load(idx);
+        msg.put_u32(VMWLCH_A_HOST_WEIGHT, h.weight)?;
+        msg.put_u64(VMWLCH_A_HOST_ACTIVECONNS, a)?;
+        msg.put_u64(VMWLCH_A_HOST_INACTCONNS, i)?;
+        msg.put_u32(VMWLCH_A_HOST_DESTS, n)?;
+    }
+    let nest = msg.nest_start(VMWLCH_A_HOST_MEMBERS)?;
+    let mut k: u32 = 0;
+    let mut put: u32 = 0;
+    for m in inner.members.iter().filter(|m| m.host == idx) {
+        if k >= member_off {
+            if msg.put_bytes(VMWLCH_MEMBER_A_ADDR, m.addr.wire()).is_err() {
+                msg.nest_end(nest);
+                if put == 0 {
+                    return Err(MsgFull);
+                }
+                return Ok(Fill::Partial(k));
+            }
+            put += 1;
+        }
+        k += 1;
+    }
+    msg.nest_end(nest);
+    Ok(Fill::Done)
+}
+
+/// Writes the info reply.
+pub(crate) fn fill_info(st: &NetState, inner: &Inner, msg: &mut Msg) -> Result<(), MsgFull> {
+    use core::sync::atomic::Ordering::Relaxed;
+    let (svcs, dests) = inner.counts();
+    msg.put_str(VMWLCH_A_INFO_VERSION, crate::VERSION.as_bytes())?;
+    msg.put_u32(VMWLCH_A_INFO_MAX_HOSTS, VMWLCH_MAX_HOSTS as u32)?;
+    msg.put_u32(VMWLCH_A_INFO_MAX_MEMBERS, VMWLCH_MAX_MEMBERS as u32)?;
+    msg.put_u32(VMWLCH_A_INFO_HOSTS, inner.hosts.len() as u32)?;
+    msg.put_u32(VMWLCH_A_INFO_MEMBERS, inner.members.len() as u32)?;
+    msg.put_u32(VMWLCH_A_INFO_SERVICES, svcs as u32)?;
+    msg.put_u32(VMWLCH_A_INFO_DESTS, dests as u32)?;
+    msg.put_u64(VMWLCH_A_INFO_DECISIONS, st.decisions.load(Relaxed))?;
+    msg.put_u64(VMWLCH_A_INFO_NO_DEST, st.no_dest.load(Relaxed))?;
+    msg.put_u32(VMWLCH_A_INFO_GENERATION, inner.generation)?;
+    Ok(())
+}

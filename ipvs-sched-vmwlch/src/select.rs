@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Destination selection of the `vmwlc` and `vmwlch` IPVS schedulers.
+//!
+//! This file is compiled twice: into the kernel module (`ip_vs_vmwlch.ko`)
+//! and into the user-space crate `vmwlch-core`, where it is tested against a
+//! brute-force oracle. It therefore uses only `core`, never allocates, never
+//! panics (no indexing, no unchecked arithmetic, no `unwrap`), uses no
+//! floating point and no `u128`, and contains no `unsafe` code.
+//!
+//! The algorithm (DESIGN.md, "The algorithm (normative)"):
+//!
+//! * `d` is eligible for service `S` when it belongs to `S`, its weight is
+//!   positive, it is not overloaded and its host's weight `W(h)` is positive;
+//! * pick the host `h*` minimising `L(h)/W(h)` among hosts with an eligible
+//!   destination, then the eligible destination of `S` on `h*` minimising
+//!   `overhead/weight`;
+//! * ratios are compared by exact cross-multiplication (64x64 -> 128 bits);
+//! * equal ratios are resolved by reservoir sampling, so tied hosts (and tied
+//!   destinations) share new connections evenly.
+//!
+//! The scan is a single pass over the host groups; each destination's live
+//! counters are read at most once per decision, so the decision is made on
+//! one consistent set of values even while the kernel updates the counters.
+
+use core::cmp::Ordering;
+
+/// Which load the host stage minimises.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `vmwlc`: only the requested service's destinations count toward `L(h)`.
+    Service,
+    /// `vmwlch`: all tracked destinations (of every service) count toward `L(h)`.
+    Aggregate,
+}
+
+/// Live values of a destination at decision time (read once per decision).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Live {
+    /// The destination's IPVS weight; `<= 0` means it takes no new connections.
+    pub weight: i32,
+    /// Active connections (IPVS `activeconns`).
+    pub activeconns: i32,
+    /// Inactive connections (IPVS `inactconns`).
+    pub inactconns: i32,
+    /// The destination carries `IP_VS_DEST_F_OVERLOAD`.
+    pub overloaded: bool,
+}
+
+/// IPVS overhead = `activeconns * 256 + inactconns`, negatives clamped to 0.
+///
+/// The result is below `2^40`, so sums of up to `2^24` overheads never
+/// saturate in practice (they saturate rather than wrap if they would).
+#[must_use]
+pub fn overhead(l: &Live) -> u64 {
+    let active = u64::from(l.activeconns.max(0).unsigned_abs());
+    let inactive = u64::from(l.inactconns.max(0).unsigned_abs());
+    active.saturating_mul(256).saturating_add(inactive)
+}
+
+/// A host group in a snapshot: the destinations `[start, start + len)` of the
+/// snapshot's destination table belong to it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct HostGroup {
+    /// Host weight `W(h)`; 0 drains the host. Ignored for implicit hosts.
+    pub weight: u32,
+    /// An address the map does not know: the host of a single destination,
+    /// whose weight is that destination's live weight. A malformed implicit
+    /// group with several destinations is treated as that many implicit hosts.
+    pub implicit: bool,
+    /// Index of the group's first destination in the destination table.
+    pub start: u32,
+    /// Number of destinations in the group; the part of the range beyond the
+    /// destination table is ignored.
+    pub len: u32,
+}
+
+/// What the kernel snapshot (or a test) provides.
+///
+/// Groups should be disjoint; a destination listed by two groups counts for
+/// both and is read once per group.
+pub trait Cluster {
+    /// The host groups, in scan order.
+    fn hosts(&self) -> &[HostGroup];
+    /// Number of destinations in the destination table; indices at or beyond
+    /// it are never passed to [`Cluster::dest_service`] or [`Cluster::live`].
+    fn dest_count(&self) -> usize;
+    /// Opaque key of the service the destination belongs to (the kernel
+    /// passes the service pointer as `usize`).
+    fn dest_service(&self, dest: usize) -> usize;
+    /// Live counters of the destination; called at most once per destination
+    /// (per group listing it) and decision.
+    fn live(&self, dest: usize) -> Live;
+}
+
+/// The destination index range of a group, clamped to the destination table.
+fn group_range(g: &HostGroup, dest_count: usize) -> (usize, usize) {
+    let start = usize::try_from(g.start).unwrap_or(usize::MAX);
+    let len = usize::try_from(g.len).unwrap_or(usize::MAX);
+    let end = start.saturating_add(len).min(dest_count);
+    (start.min(end), end)
+}
+
+/// Exact product of two `u64` values as `(high, low)` 64-bit halves.
+///
+/// Done with 32-bit limbs so that no `u128` arithmetic (and no compiler
+/// runtime helper such as `__multi3` on 32-bit architectures) is needed.
+#[must_use]
+pub const fn mul_wide(a: u64, b: u64) -> (u64, u64) {
+    const MASK: u64 = 0xffff_ffff;
+    let (a_hi, a_lo) = (a >> 32, a & MASK);
+    let (b_hi, b_lo) = (b >> 32, b & MASK);
+    // Each partial product of two values below 2^32 is below 2^64: exact.
+    let ll = a_lo.wrapping_mul(b_lo);
+    let lh = a_lo.wrapping_mul(b_hi);
+    let hl = a_hi.wrapping_mul(b_lo);
+    let hh = a_hi.wrapping_mul(b_hi);
+    // Below 3 * 2^32: exact.
+    let mid = (ll >> 32).wrapping_add(lh & MASK).wrapping_add(hl & MASK);
+    let low = (mid << 32) | (ll & MASK);
+    // The full product is below 2^128, so the high half cannot overflow.
+    let high = hh
+        .wrapping_add(lh >> 32)
+        .wrapping_add(hl >> 32)
+        .wrapping_add(mid >> 32);
+    (high, low)
+}
+
+/// Compares `n1 / d1` with `n2 / d2` exactly by cross-multiplication
+/// (`n1 * d2` against `n2 * d1`, 128-bit). Denominators must be positive for
+/// the result to be the ratio order.
+#[must_use]
+pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
+    mul_wide(n1, d2).cmp(&mul_wide(n2, d1))
+}
+
+/// A candidate: `load / weight` is its ratio, `dest` the destination it stands for.
+#[derive(Clone, Copy)]
+struct Pick {
+    /// Numerator: host load `L(h)` or destination overhead.
+    load: u64,
+    /// Denominator (positive): host weight `W(h)` or destination weight.
+    weight: u64,
+    /// Destination chosen if this candidate wins.
+    dest: usize,
+}
+
+/// Keeps in `best` the candidate with the least ratio. Among equal ratios it
+/// keeps each of the `ties` candidates seen so far with probability `1/ties`
+/// (reservoir sampling); `rng` is called only when a tie is met.
+fn offer<R: FnMut() -> u32>(best: &mut Option<Pick>, ties: &mut u32, cand: Pick, rng: &mut R) {
+    let order = match best {
+        None => Ordering::Less,
+        Some(b) => cmp_ratio(cand.load, cand.weight, b.load, b.weight),
+    };
+    match order {
+        Ordering::Less => {
+            *best = Some(cand);
+            *ties = 1;
+        }
+        Ordering::Equal => {
+            *ties = ties.saturating_add(1);
+            // floor(r * k / 2^32) is uniform on [0, k) up to 2^-32 bias;
+            // r < 2^32 and k < 2^32, so the product does not overflow.
+            let pick = u64::from(rng()).wrapping_mul(u64::from(*ties)) >> 32;
+            if pick == 0 {
+                *best = Some(cand);
+            }
+        }
+        Ordering::Greater => {}
+    }
+}
+
+/// Aggregate load of a host group: the saturating sum of the overhead of all
+/// its destinations (every service) within the destination table.
+#[must_use]
+pub fn host_load<C: Cluster>(c: &C, host: &HostGroup) -> u64 {
+    let (start, end) = group_range(host, c.dest_count());
+    (start..end).fold(0u64, |sum, d| sum.saturating_add(overhead(&c.live(d))))
+}
+
+/// Chooses the destination for a new connection to `service`.
+///
+/// Returns the index of the chosen destination in the destination table, or
+/// `None` when no destination is eligible (the caller reports it like IPVS
+/// schedulers do, with `ip_vs_scheduler_err`). `rng` is called only to break
+/// ties between equal ratios.
+#[must_use]
+pub fn select<C: Cluster, R: FnMut() -> u32>(
+    c: &C,
+    service: usize,
+    scope: Scope,
+    rng: &mut R,
+) -> Option<usize> {
+    let count = c.dest_count();
+    let mut best: Option<Pick> = None;
+    let mut host_ties = 0u32;
+
+    for g in c.hosts() {
+        let (start, end) = group_range(g, count);
+        if g.implicit {
+            // Every destination is a host of its own with W(h) = w(d) and
+            // L(h) = o(d); such a host only matters if its destination is
+            // eligible for `service`.
+            for d in start..end {
+                if c.dest_service(d) != service {
+                    continue;
+                }
+                let live = c.live(d);
+                if live.weight <= 0 || live.overloaded {
+                    continue;
+                }
+                let cand = Pick {
+                    load: overhead(&live),
+                    weight: u64::from(live.weight.unsigned_abs()),
+                    dest: d,
+                };
+                offer(&mut best, &mut host_ties, cand, rng);
+            }
+            continue;
+        }
+        if g.weight == 0 {
+            // Drained: no eligible destination, its load does not matter.
+            continue;
+        }
+        let mut load = 0u64;
+        let mut host_best: Option<Pick> = None;
+        let mut dest_ties = 0u32;
+        for d in start..end {
+            let own = c.dest_service(d) == service;
+            if !own && scope == Scope::Service {
+                continue;
+            }
+            let live = c.live(d);
+            let over = overhead(&live);
+            load = load.saturating_add(over);
+            if own && live.weight > 0 && !live.overloaded {
+                let cand = Pick {
+                    load: over,
+                    weight: u64::from(live.weight.unsigned_abs()),
+                    dest: d,
+                };
+                offer(&mut host_best, &mut dest_ties, cand, rng);
+            }
+        }
+        if let Some(hb) = host_best {
+            let cand = Pick {
+                load,
+                weight: u64::from(g.weight),
+                dest: hb.dest,
+            };
+            offer(&mut best, &mut host_ties, cand, rng);
+        }
+    }
+    best.map(|b| b.dest)
+}

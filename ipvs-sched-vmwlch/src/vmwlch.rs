@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `ip_vs_vmwlch`: the IPVS schedulers `vmwlc` and `vmwlch`.
+//!
+//! VM-based weighted least connections: for a new connection, pick the
+//! physical host with the least weighted load (`vmwlch`: the aggregate of
+//! every service on the host; `vmwlc`: the requested service only), then the
+//! least loaded VM of the requested service on that host. User space maps VM
+//! addresses to hosts and sets host weights through the `VMWLCH` generic
+//! netlink family (`include/uapi/linux/vmwlch.h`).
+//!
+//! Layout: `select.rs` is the selection (shared with user-space tests),
+//! `state.rs` the per-namespace state and snapshot, `nl.rs` the netlink
+//! commands, `ffi.rs` the only code that calls C, `glue.c` the C side.
+
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::prelude::*;
+
+mod ffi;
+mod nl;
+#[path = "select.rs"]
+pub mod select;
+mod state;
+mod uapi;
+
+use ffi::{IpVsDest, IpVsService, Msg, RcuHead, SkBuff};
+use state::NetState;
+
+/// Version reported by `VMWLCH_CMD_GET_INFO`.
+pub(crate) const VERSION: &str = "0.1.0";
+
+module! {
+    type: VmwlchModule,
+    name: "ip_vs_vmwlch",
+    description: "IPVS VM-based weighted least-connection schedulers (vmwlc, vmwlch)",
+    license: "GPL",
+    alias: ["ip_vs_vmwlc"],
+}
+
+struct VmwlchModule;
+
+impl kernel::Module for VmwlchModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: called once at module init, before any other entry point.
+        let ret = unsafe { ffi::vmwlch_glue_init() };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        pr_info!("vmwlc and vmwlch schedulers registered (version {})\n", VERSION);
+        Ok(VmwlchModule)
+    }
+}
+
+impl Drop for VmwlchModule {
+    fn drop(&mut self) {
+        // SAFETY: module exit; `init` succeeded. IPVS holds a module
+        // reference while any service uses our schedulers.
+        unsafe { ffi::vmwlch_glue_exit() };
+    }
+}
+
+/// The state behind the opaque pointer C passes back to us.
+///
+/// # Safety
+///
+/// `p` came from [`vmwlch_rs_net_new`] and has not been passed to
+/// [`vmwlch_rs_net_free`].
+unsafe fn state<'a>(p: *mut c_void) -> &'a NetState {
+    // SAFETY: per the contract, `p` points to a live `NetState`.
+    unsafe { &*p.cast::<NetState>() }
+}
+
+fn scope(kind: c_int) -> select::Scope {
+    if kind == 0 {
+        select::Scope::Service
+    } else {
+        select::Scope::Aggregate
+    }
+}
+
+/// Allocates the state of a new network namespace (NULL on failure).
+#[no_mangle]
+pub extern "C" fn vmwlch_rs_net_new() -> *mut c_void {
+    match NetState::new() {
+        Ok(b) => KBox::into_raw(b).cast(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// Frees a namespace's state.
+///
+/// # Safety
+///
+/// `p` came from `vmwlch_rs_net_new`; no reader can reach it any more (the
+/// glue unpublished it and waited for a grace period).
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_net_free(p: *mut c_void) {
+    if !p.is_null() {
+        // SAFETY: per the contract we own the allocation again.
+        drop(unsafe { KBox::from_raw(p.cast::<NetState>()) });
+    }
+}
+
+/// `init_service`: start tracking a service.
+///
+/// # Safety
+///
+/// `st` is a live state; called with `vmwlch_mutex` and the IPVS config mutex held.
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_init_service(
+    st: *mut c_void,
+    svc: *mut IpVsService,
+    _kind: c_int,
+) -> c_int {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    // SAFETY: the IPVS config mutex is held.
+    match unsafe { inner.init_service(svc) } {
+        Ok(()) => {
+            st.rebuild(inner);
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `done_service`: stop tracking a service.
+///
+/// # Safety
+///
+/// As for [`vmwlch_rs_init_service`].
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsService) {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    inner.done_service(svc);
+    st.rebuild(inner);
+}
+
+/// `add_dest`: track a new destination.
+///
+/// # Safety
+///
+/// As for [`vmwlch_rs_init_service`]; `dest` was just linked to `svc`.
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_add_dest(
+    st: *mut c_void,
+    svc: *mut IpVsService,
+    dest: *mut IpVsDest,
+) {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    // SAFETY: the IPVS config mutex is held.
+    if unsafe { inner.add_dest(svc, dest) }.is_err() {
+        // IPVS ignores add_dest's result: the destination stays untracked
+        // (never chosen) until the service is re-initialised.
+        pr_warn!("out of memory tracking a new destination; it will not be scheduled\n");
+    }
+    st.rebuild(inner);
+}
+
+/// `del_dest`: stop tracking a destination.
+///
+/// # Safety
+///
+/// As for [`vmwlch_rs_init_service`].
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_del_dest(
+    st: *mut c_void,
+    svc: *mut IpVsService,
+    dest: *mut IpVsDest,
+) {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    inner.del_dest(svc, dest);
+    st.rebuild(inner);
+}
+
+/// `schedule`: pick a destination (NULL if none is eligible).
+///
+/// # Safety
+///
+/// `st` is a live state reached through `rcu_dereference` inside the RCU
+/// read-side section that IPVS holds around `schedule`.
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_schedule(
+    st: *mut c_void,
+    svc: *mut IpVsService,
+    kind: c_int,
+) -> *mut IpVsDest {
+    // SAFETY: per the contract.
+    unsafe { state(st) }.schedule(svc, scope(kind))
+}
+
+/// RCU callback freeing a retired snapshot.
+///
+/// # Safety
+///
+/// Called by RCU for a head passed to `vmwlch_retire`.
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_snapshot_free(head: *mut RcuHead) {
+    // SAFETY: per the contract.
+    unsafe { NetState::free_snapshot(head) }
+}
+
+/// A changing netlink command.
+///
+/// # Safety
+///
+/// `st` is a live state, `vmwlch_mutex` is held, `attrs` points to `len`
+/// readable bytes, `msg` and `bad_off` are writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_cmd(
+    st: *mut c_void,
+    cmd: u8,
+    attrs: *const c_void,
+    len: c_int,
+    msg: *mut *const c_char,
+    bad_off: *mut c_int,
+) -> c_int {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    let len = usize::try_from(len).unwrap_or(0);
+    let buf: &[u8] = if attrs.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: `attrs` points to `len` readable bytes (the request).
+        unsafe { core::slice::from_raw_parts(attrs.cast::<u8>(), len) }
+    };
+    match nl::command(st, inner, cmd, buf) {
+        Ok(()) => 0,
+        Err(r) => {
+            // SAFETY: `msg` and `bad_off` are writable (contract).
+            unsafe {
+                *msg = r.msg.as_char_ptr();
+                *bad_off = r.bad;
+            }
+            r.err.to_errno()
+        }
+    }
+}
+
+/// Looks a host up by its NUL-terminated name.
+///
+/// # Safety
+///
+/// `st` is a live state, `vmwlch_mutex` is held, `name` is NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_host_index(st: *mut c_void, name: *const c_char) -> c_int {
+    // SAFETY: per the contract.
+    let inner = unsafe { state(st).inner_mut() };
+    // SAFETY: the policy made the attribute NUL-terminated.
+    let name = unsafe { ffi::c_str_bytes(name, 256) };
+    match inner.host_index(name) {
+        Some(i) => i as c_int,
+        None => ENOENT.to_errno(),
+    }
+}
+
+/// Writes one host message into `skb` (see glue.h for the return values).
+///
+/// # Safety
+///
+/// `st` is a live state, `vmwlch_mutex` is held, `skb` is a writable skb
+/// owned by the caller, `member_off` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_fill_host(
+    st: *mut c_void,
+    idx: u32,
+    member_off: *mut u32,
+    skb: *mut SkBuff,
+    portid: u32,
+    seq: u32,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: per the contract.
+    let inner = unsafe { state(st).inner_mut() };
+    if idx as usize >= inner.hosts.len() {
+        return ENOENT.to_errno();
+    }
+    // SAFETY: `member_off` is writable (contract).
+    let off = unsafe { *member_off };
+    // SAFETY: `skb` is valid and ours (contract).
+    let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, flags, uapi::VMWLCH_CMD_GET_HOST) })
+    else {
+        return EMSGSIZE.to_errno();
+    };
+    match nl::fill_host(inner, idx, off, &mut msg) {
+        Ok(nl::Fill::Done) => {
+            msg.end();
+            0
+        }
+        Ok(nl::Fill::Partial(next)) => {
+            msg.end();
+            // SAFETY: writable (contract).
+            unsafe { *member_off = next };
+            1
+        }
+        Err(_) => EMSGSIZE.to_errno(),
+    }
+}
+
+/// Writes the info reply into `skb`.
+///
+/// # Safety
+///
+/// As for [`vmwlch_rs_fill_host`].
+#[no_mangle]
+pub unsafe extern "C" fn vmwlch_rs_fill_info(
+    st: *mut c_void,
+    skb: *mut SkBuff,
+    portid: u32,
+    seq: u32,
+) -> c_int {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    // SAFETY: `skb` is valid and ours (contract).
+    let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, 0, uapi::VMWLCH_CMD_GET_INFO) }) else {
+        return EMSGSIZE.to_errno();
+    };
+    match nl::fill_info(st, inner, &mut msg) {
+        Ok(()) => {
+            msg.end();
+            0
+        }
+        Err(_) => EMSGSIZE.to_errno(),
+    }
+}

@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# Shared settings for the project's scripts. Source it; it defines no side effects.
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${VMWLCH_CACHE:-/var/cache/vmwlch}"
+KFRAG="$REPO/kernel/vmwlch-test.config"
+KSRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
+TOOLS="$CACHE/tools"
+VENV="$CACHE/venv"
+export PATH="$TOOLS/bin:$VENV/bin:$PATH"
+
+# Kernel builds use Debian's rustc (it has the core/alloc sources the kernel needs);
+# user-space crates keep using rustup's cargo/rustc.
+KMAKE_ARGS=(LLVM=1 RUSTC=/usr/bin/rustc BINDGEN="$TOOLS/bin/bindgen")
+
+kernel_src_version() {
+    dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown
+}
+
+# The cache key: everything the kernel build depends on.
+kernel_key() {
+    {
+        kernel_src_version
+        sha256sum "$KFRAG" | cut -d' ' -f1
+        /usr/bin/rustc --version 2>/dev/null
+        clang --version 2>/dev/null | head -1
+        "$TOOLS/bin/bindgen" --version 2>/dev/null
+    } | sha256sum | cut -c1-16
+}
+
+kernel_src_dir() { echo "$CACHE/src/linux-source-6.12-$(kernel_src_version)"; }
+kernel_build_dir() { echo "$CACHE/kernel/$(kernel_src_version)-$(kernel_key)"; }
+
+log() { printf '\033[1m[%s]\033[0m %s\n' "$(basename "$0")" "$*" >&2; }
+die() { printf '\033[31m[%s] error:\033[0m %s\n' "$(basename "$0")" "$*" >&2; exit 1; }

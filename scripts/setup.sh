@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Idempotent, cached setup for a Debian 12 machine: packages, kernel toolchain,
+# the Rust+IPVS test kernel, the kernel module and the release binaries.
+#
+# Expensive results live outside the clone under $VMWLCH_CACHE (/var/cache/vmwlch),
+# keyed by their inputs, so a second run finishes in seconds.
+#
+#   scripts/setup.sh            everything
+#   scripts/setup.sh --no-cargo skip the user-space release build
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+DO_CARGO=1
+for a in "$@"; do
+    case "$a" in
+        --no-cargo) DO_CARGO=0 ;;
+        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        *) die "unknown option '$a' (try --help)" ;;
+    esac
+done
+
+[ "$(id -u)" = 0 ] || die "run as root (it installs packages and builds into $CACHE)"
+mkdir -p "$CACHE"
+exec 9>"$CACHE/setup.lock"
+flock 9
+
+PACKAGES=(
+    # kernel toolchain (Rust-for-Linux on 6.12: Debian's rustc-web has core/alloc sources)
+    rustc-web rust-web-src linux-source-6.12 clang lld llvm libclang-dev
+    flex bison bc libelf-dev libssl-dev cpio kmod make xz-utils
+    # test VM: qemu + virtme-ng (needs udev in the guest for its virtio-serial I/O)
+    qemu-system-x86 udev python3-venv busybox-static
+    # reference tools and traffic helpers for the tests
+    ipvsadm keepalived socat iproute2 iputils-ping procps psmisc curl tcpdump
+    # the demo's plot
+    gnuplot-nox
+)
+
+install_packages() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing Debian packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
+}
+
+install_bindgen() {
+    # Debian's bindgen 0.60 is too old for 6.12 (needs >= 0.65.1).
+    if ! "$TOOLS/bin/bindgen" --version >/dev/null 2>&1; then
+        log "installing bindgen-cli into $TOOLS"
+        cargo install --locked --root "$TOOLS" bindgen-cli@0.73.2
+    fi
+}
+
+install_vng() {
+    if ! "$VENV/bin/vng" --version >/dev/null 2>&1; then
+        log "installing virtme-ng into $VENV"
+        python3 -m venv "$VENV"
+        "$VENV/bin/pip" install -q 'virtme-ng==1.42'
+    fi
+}
+
+extract_kernel() {
+    local src; src="$(kernel_src_dir)"
+    if [ ! -f "$src/.extracted" ]; then
+        log "extracting $KSRC_TARBALL"
+        rm -rf "$src" "$src.tmp"
+        mkdir -p "$src.tmp"
+        tar -C "$src.tmp" -xJf "$KSRC_TARBALL"
+        mv "$src.tmp/linux-source-6.12" "$src"
+        rmdir "$src.tmp"
+        touch "$src/.extracted"
+    fi
+}
+
+build_kernel() {
+    local src out; src="$(kernel_src_dir)"; out="$(kernel_build_dir)"
+    if [ -f "$out/.built" ]; then
+        return 0
+    fi
+    log "building the test kernel into $out (cold build: ~10 min on 2 cores)"
+    rm -rf "$out"; mkdir -p "$out"
+    local t0=$SECONDS
+    make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" tinyconfig
+    "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$KFRAG" >/dev/null
+    make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" olddefconfig
+    # olddefconfig silently drops options whose dependencies fail (RUST above all).
+    local missing=0
+    while IFS= read -r line; do
+        case "$line" in CONFIG_*=y|CONFIG_*=m) ;; *) continue ;; esac
+        grep -qx "$line" "$out/.config" || { echo "  not set: $line" >&2; missing=1; }
+    done < "$KFRAG"
+    [ $missing = 0 ] || die "the kernel config lost options above (is 'make rustavailable' happy?)"
+    make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" -j"$(nproc)" bzImage modules_prepare
+    touch "$out/.built"
+    log "kernel built in $((SECONDS - t0)) s: $(cat "$out/include/config/kernel.release")"
+}
+
+build_module() {
+    local out; out="$(kernel_build_dir)"
+    if [ -f "$REPO/ipvs-sched-vmwlch/Kbuild" ]; then
+        log "building ip_vs_vmwlch.ko"
+        make -s -C "$REPO/ipvs-sched-vmwlch" KDIR="$out"
+    fi
+}
+
+build_cargo() {
+    log "building release binaries (cargo build --release)"
+    (cd "$REPO" && cargo build --release --workspace --quiet)
+}
+
+install_packages
+install_bindgen
+install_vng
+extract_kernel
+build_kernel
+build_module
+[ $DO_CARGO = 0 ] || build_cargo
+log "ready: kernel $(kernel_build_dir)"
