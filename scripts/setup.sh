@@ -96,7 +96,7 @@ build_kernel() {
         grep -qx "$line" "$out/.config" || { echo "  not set: $line" >&2; missing=1; }
     done < "$KFRAG"
     [ $missing = 0 ] || die "the kernel config lost options above (is 'make rustavailable' happy?)"
-    make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" -j"$(nproc)" bzImage modules_prepare
+    make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" -j"$(nproc)" bzImage modules
     touch "$out/.built"
     log "kernel built in $((SECONDS - t0)) s: $(cat "$out/include/config/kernel.release")"
 }

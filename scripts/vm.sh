@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run a command as root in the test VM (the cached 6.12 Rust+IPVS kernel, booted
-# with virtme-ng over the host's root filesystem; the repository is at the same path).
+# Run a command as root in the test VM: the cached 6.12 Rust+IPVS kernel booted
+# under qemu over the host's root filesystem (9p, read-only, with tmpfs where
+# tools write); the repository is at the same path.
 #
 #   scripts/vm.sh [--] CMD [ARGS...]
 #
@@ -22,49 +23,70 @@ source "$(dirname "$0")/common.sh"
 KB="$(kernel_build_dir)"
 IMG="$KB/arch/x86/boot/bzImage"
 [ -f "$KB/.built" ] && [ -f "$IMG" ] || die "no test kernel at $KB: run scripts/setup.sh first"
-command -v vng >/dev/null || die "virtme-ng missing: run scripts/setup.sh first"
+command -v qemu-system-x86_64 >/dev/null || die "qemu missing: run scripts/setup.sh first"
 
 WORK="$(mktemp -d /tmp/vmwlch-vm.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 LOGDIR="${VMWLCH_LOGDIR:-$REPO/target/vm-logs}"
 mkdir -p "$LOGDIR"
 
-# The guest command: the wrapper sets the guest up, runs CMD, saves status and log.
+# The guest runs scripts/vm-init.sh as PID 1 over the host's root filesystem
+# (9p, read-only), with the work directory shared writable for the command
+# script, its exit status and the kernel log.
 {
-    printf 'exec %q %q %q' "$REPO/scripts/vm-guest.sh" "$WORK" "$KB"
+    printf 'export VMWLCH_IN_VM=1 VMWLCH_KBUILD=%q PATH=%q:"$PATH"\n' "$KB" "$REPO/target/release"
+    printf 'exec %q %q' "$REPO/scripts/vm-guest.sh" "$KB"
     printf ' %q' "$@"
     printf '\n'
 } > "$WORK/run.sh"
 
-# KVM cannot boot a normal kernel on some nested hosts (qemu asserts or hangs), so
-# probe it once per kernel build and remember; fall back to software emulation.
+QEMU=(qemu-system-x86_64 -machine q35 -m "${VM_MEM:-2G}" -smp "${VM_CPUS:-2}"
+    -nographic -no-reboot -nodefaults -serial stdio
+    -kernel "$IMG"
+    -append "console=ttyS0 quiet loglevel=1 panic=-1 oops=panic_on_warn=0 rootfstype=9p root=/dev/root rootflags=version=9p2000.L,trans=virtio,msize=512000,cache=loose ro init=$REPO/scripts/vm-init.sh vmwlch.work=$WORK vmwlch.cwd=$PWD"
+    -fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
+    -device virtio-9p-pci,fsdev=root,mount_tag=/dev/root
+    -fsdev "local,id=work,path=$WORK,security_model=none,multidevs=remap"
+    -device virtio-9p-pci,fsdev=work,mount_tag=vmwork
+    -device virtio-rng-pci
+    -fw_cfg name=etc/sercon-port,string=0)
+
+# KVM cannot boot a normal kernel on some nested hosts (qemu asserts or hangs),
+# so probe it once per kernel build and remember; else software emulation.
 kvm_works() {
     case "${VM_KVM:-auto}" in 0) return 1 ;; 1) return 0 ;; esac
     [ -w /dev/kvm ] || return 1
     local stamp="$KB/.kvm-probe"
     if [ ! -f "$stamp" ]; then
-        if timeout 60 vng -r "$IMG" --user root -m 1G -- true </dev/null >/dev/null 2>&1; then
+        local pw; pw="$(mktemp -d /tmp/vmwlch-kvm.XXXXXX)"
+        echo true > "$pw/run.sh"
+        local probe=("${QEMU[@]}")
+        probe=("${probe[@]//$WORK/$pw}")
+        if timeout 60 "${probe[@]}" -enable-kvm -cpu host </dev/null >/dev/null 2>&1 && [ -f "$pw/rc" ]; then
             echo yes > "$stamp"
         else
             echo no > "$stamp"
         fi
+        rm -rf "$pw"
     fi
     [ "$(cat "$stamp")" = yes ]
 }
-
-VNG=(vng -r "$IMG" --user root --cwd "$PWD" --rwdir "$WORK" -m "${VM_MEM:-2G}" -p "${VM_CPUS:-2}")
-kvm_works || VNG+=(--disable-kvm)
+if kvm_works; then QEMU+=(-enable-kvm -cpu host); else QEMU+=(-accel tcg -cpu max); fi
 
 set +e
-timeout --foreground -k 10 "${VM_TIMEOUT:-1200}" "${VNG[@]}" -- bash "$WORK/run.sh" </dev/null
-vng_rc=$?
+# The guest's console carries the command's output; drop qemu's and the
+# kernel's last words from it.
+timeout --foreground -k 10 "${VM_TIMEOUT:-1200}" "${QEMU[@]}" </dev/null \
+    2> >(grep -v 'fw_cfg item names should be prefixed' >&2) \
+    | sed -u -e '/^\[ *[0-9.]*\] reboot: Restarting system/d'
+qemu_rc=${PIPESTATUS[0]}
 set -e
 
 name="$(date +%Y%m%d-%H%M%S)-$(basename "$1" | tr -c 'A-Za-z0-9._-' _)"
 [ -f "$WORK/dmesg" ] && cp "$WORK/dmesg" "$LOGDIR/$name.dmesg"
 
 if [ ! -f "$WORK/rc" ]; then
-    log "the VM did not finish the command (vng status $vng_rc); kernel log: $LOGDIR/$name.dmesg"
+    log "the VM did not finish the command (qemu status $qemu_rc); kernel log: $LOGDIR/$name.dmesg"
     [ -f "$WORK/dmesg" ] && tail -40 "$WORK/dmesg" >&2
     exit 98
 fi

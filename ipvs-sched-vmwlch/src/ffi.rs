@@ -49,6 +49,8 @@ impl RcuHead {
 pub(crate) struct RawLive {
     pub(crate) weight: i32,
     pub(crate) activeconns: i32,
+    /// Second term of IPVS's overhead (inactconns or totalconns, see glue.h).
+    pub(crate) overhead_term: i32,
     pub(crate) inactconns: i32,
     pub(crate) flags: u32,
 }

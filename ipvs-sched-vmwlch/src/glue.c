@@ -44,10 +44,19 @@ static void *vmwlch_state_locked(struct net *net)
 
 void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out)
 {
+	int active = atomic_read(&dest->activeconns);
+
 	out->weight = atomic_read(&dest->weight);
-	out->activeconns = atomic_read(&dest->activeconns);
-	out->inactconns = atomic_read(&dest->inactconns);
+	out->activeconns = active;
 	out->flags = READ_ONCE(dest->flags);
+#ifdef VMWLCH_HAVE_TOTALCONNS
+	/* Since the totalconns change, wlc's overhead is active*256 + total. */
+	out->overhead_term = atomic_read(&dest->totalconns);
+	out->inactconns = max(out->overhead_term - active, 0);
+#else
+	out->inactconns = atomic_read(&dest->inactconns);
+	out->overhead_term = out->inactconns;
+#endif
 }
 
 u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16)
@@ -273,6 +282,11 @@ static struct pernet_operations vmwlch_net_ops = {
 
 /* ---- generic netlink family ---- */
 
+static const struct netlink_range_validation vmwlch_weight_range = {
+	.min = 0,
+	.max = VMWLCH_MAX_WEIGHT,
+};
+
 static const struct nla_policy vmwlch_member_policy[VMWLCH_MEMBER_A_MAX + 1] = {
 	/* 4 or 16 bytes: the exact length is checked in Rust */
 	[VMWLCH_MEMBER_A_ADDR] = { .type = NLA_BINARY, .len = 16 },
@@ -281,14 +295,14 @@ static const struct nla_policy vmwlch_member_policy[VMWLCH_MEMBER_A_MAX + 1] = {
 static const struct nla_policy vmwlch_host_policy[VMWLCH_A_MAX + 1] = {
 	[VMWLCH_A_HOST_NAME] = { .type = NLA_NUL_STRING,
 				 .len = VMWLCH_HOST_NAME_MAX - 1 },
-	[VMWLCH_A_HOST_WEIGHT] = NLA_POLICY_MAX(NLA_U32, VMWLCH_MAX_WEIGHT),
+	[VMWLCH_A_HOST_WEIGHT] = NLA_POLICY_FULL_RANGE(NLA_U32, &vmwlch_weight_range),
 	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
 };
 
 static const struct nla_policy vmwlch_policy[VMWLCH_A_MAX + 1] = {
 	[VMWLCH_A_HOST_NAME] = { .type = NLA_NUL_STRING,
 				 .len = VMWLCH_HOST_NAME_MAX - 1 },
-	[VMWLCH_A_HOST_WEIGHT] = NLA_POLICY_MAX(NLA_U32, VMWLCH_MAX_WEIGHT),
+	[VMWLCH_A_HOST_WEIGHT] = NLA_POLICY_FULL_RANGE(NLA_U32, &vmwlch_weight_range),
 	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
 	[VMWLCH_A_HOST] = NLA_POLICY_NESTED(vmwlch_host_policy),
 };

@@ -23,10 +23,15 @@ struct rcu_head;
 #define VMWLCH_KIND_VMWLC	0	/* host stage over the service's own load */
 #define VMWLCH_KIND_VMWLCH	1	/* host stage over all services' load */
 
-/* Live values of a destination, read with atomic_read(). */
+/* Live values of a destination, read with atomic_read(). IPVS's overhead
+ * (ip_vs_dest_conn_overhead(), what wlc minimises) is
+ * activeconns * 256 + overhead_term; overhead_term is inactconns on kernels
+ * that count inactive connections and totalconns on those that count the
+ * total (e.g. 6.12.117 and later), so the schedulers use wlc's own measure. */
 struct vmwlch_live {
 	s32 weight;
 	s32 activeconns;
+	s32 overhead_term;
 	s32 inactconns;
 	u32 flags;
 };

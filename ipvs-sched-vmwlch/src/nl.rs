@@ -30,7 +30,7 @@ fn reject(err: Error, msg: &'static CStr, bad: Option<usize>) -> Reject {
 }
 
 fn oom() -> Reject {
-    reject(ENOMEM, c_str!("out of memory"), None)
+    reject(ENOMEM, kernel::c_str!("out of memory"), None)
 }
 
 /// One attribute: type, payload and the offset of its header in the request.
@@ -65,7 +65,7 @@ impl<'a> Iterator for Attrs<'a> {
         let ty = u16::from_ne_bytes([rest[2], rest[3]]) & NLA_TYPE_MASK;
         let Some(payload) = rest.get(4..len) else {
             self.pos = self.buf.len();
-            return Some(Err(reject(EINVAL, c_str!("malformed attribute"), Some(off))));
+            return Some(Err(reject(EINVAL, kernel::c_str!("malformed attribute"), Some(off))));
         };
         self.pos += (len + 3) & !3;
         Some(Ok(Nla { ty, payload, off }))
@@ -107,9 +107,9 @@ fn parse_host_attrs<'a>(buf: &'a [u8], base: usize, cmd: u8) -> Result<HostReq<'
             VMWLCH_A_HOST_NAME => r.name = Some(a),
             VMWLCH_A_HOST_WEIGHT => {
                 let w = nla_u32(a.payload)
-                    .ok_or_else(|| reject(EINVAL, c_str!("HOST_WEIGHT must be a u32"), Some(a.off)))?;
+                    .ok_or_else(|| reject(EINVAL, kernel::c_str!("HOST_WEIGHT must be a u32"), Some(a.off)))?;
                 if w > VMWLCH_MAX_WEIGHT {
-                    return Err(reject(EINVAL, c_str!("host weight above 65535"), Some(a.off)));
+                    return Err(reject(EINVAL, kernel::c_str!("host weight above 65535"), Some(a.off)));
                 }
                 r.weight = Some(w);
             }
@@ -118,7 +118,7 @@ fn parse_host_attrs<'a>(buf: &'a [u8], base: usize, cmd: u8) -> Result<HostReq<'
             _ => {
                 return Err(reject(
                     EINVAL,
-                    c_str!("attribute not valid for this command"),
+                    kernel::c_str!("attribute not valid for this command"),
                     Some(a.off),
                 ))
             }
@@ -129,13 +129,13 @@ fn parse_host_attrs<'a>(buf: &'a [u8], base: usize, cmd: u8) -> Result<HostReq<'
 
 fn req_name<'a>(r: &HostReq<'a>) -> Result<&'a [u8], Reject> {
     let Some(a) = r.name else {
-        return Err(reject(EINVAL, c_str!("missing HOST_NAME"), None));
+        return Err(reject(EINVAL, kernel::c_str!("missing HOST_NAME"), None));
     };
     let n = nla_str(a.payload);
     if !valid_name(n) {
         return Err(reject(
             EINVAL,
-            c_str!("host name must be 1-63 characters of A-Z a-z 0-9 . _ - :"),
+            kernel::c_str!("host name must be 1-63 characters of A-Z a-z 0-9 . _ - :"),
             Some(a.off),
         ));
     }
@@ -148,17 +148,17 @@ fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
     for a in attrs(nest.payload, nest.off + 4) {
         let a = a?;
         if a.ty != VMWLCH_MEMBER_A_ADDR {
-            return Err(reject(EINVAL, c_str!("unknown member attribute"), Some(a.off)));
+            return Err(reject(EINVAL, kernel::c_str!("unknown member attribute"), Some(a.off)));
         }
         let addr = Addr::from_wire(a.payload).ok_or_else(|| {
             reject(
                 EINVAL,
-                c_str!("member address must be 4 (IPv4) or 16 (IPv6) bytes"),
+                kernel::c_str!("member address must be 4 (IPv4) or 16 (IPv6) bytes"),
                 Some(a.off),
             )
         })?;
         if v.len() >= VMWLCH_MAX_MEMBERS {
-            return Err(reject(E2BIG, c_str!("too many member addresses (limit 65536)"), Some(a.off)));
+            return Err(reject(E2BIG, kernel::c_str!("too many member addresses (limit 65536)"), Some(a.off)));
         }
         v.push(addr, GFP_KERNEL).map_err(|_| oom())?;
     }
@@ -183,7 +183,7 @@ fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
 fn map_members(inner: &mut Inner, idx: u32, addrs: &[Addr]) -> Result<(), Reject> {
     let new = addrs.iter().filter(|a| inner.host_of(a).is_none()).count();
     if inner.members.len() + new > VMWLCH_MAX_MEMBERS {
-        return Err(reject(ENOSPC, c_str!("too many mapped addresses (limit 65536)"), None));
+        return Err(reject(ENOSPC, kernel::c_str!("too many mapped addresses (limit 65536)"), None));
     }
     inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
     // Nothing below can fail.
@@ -213,23 +213,23 @@ fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<()
     let name = req_name(r)?;
     let addrs = match r.members {
         Some(m) => parse_members(m)?,
-        None if add_only => return Err(reject(EINVAL, c_str!("missing HOST_MEMBERS"), None)),
+        None if add_only => return Err(reject(EINVAL, kernel::c_str!("missing HOST_MEMBERS"), None)),
         None => KVec::new(),
     };
     let idx = match inner.host_index(name) {
         Some(i) => i,
         None if add_only => {
-            return Err(reject(ENOENT, c_str!("no such host"), r.name.map(|a| a.off)))
+            return Err(reject(ENOENT, kernel::c_str!("no such host"), r.name.map(|a| a.off)))
         }
         None => {
             if inner.hosts.len() >= VMWLCH_MAX_HOSTS {
-                return Err(reject(ENOSPC, c_str!("too many hosts (limit 1024)"), r.name.map(|a| a.off)));
+                return Err(reject(ENOSPC, kernel::c_str!("too many hosts (limit 1024)"), r.name.map(|a| a.off)));
             }
             // Make room for both changes before making either.
             inner.hosts.reserve(1, GFP_KERNEL).map_err(|_| oom())?;
             let new = addrs.iter().filter(|a| inner.host_of(a).is_none()).count();
             if inner.members.len() + new > VMWLCH_MAX_MEMBERS {
-                return Err(reject(ENOSPC, c_str!("too many mapped addresses (limit 65536)"), None));
+                return Err(reject(ENOSPC, kernel::c_str!("too many mapped addresses (limit 65536)"), None));
             }
             inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
             let weight = r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT);
@@ -248,26 +248,26 @@ fn cmd_del_host(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
     let name = req_name(r)?;
     let idx = inner
         .host_index(name)
-        .ok_or_else(|| reject(ENOENT, c_str!("no such host"), r.name.map(|a| a.off)))?;
+        .ok_or_else(|| reject(ENOENT, kernel::c_str!("no such host"), r.name.map(|a| a.off)))?;
     inner.del_host(idx);
     Ok(())
 }
 
 fn cmd_del_members(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
     let Some(nest) = r.members else {
-        return Err(reject(EINVAL, c_str!("missing HOST_MEMBERS"), None));
+        return Err(reject(EINVAL, kernel::c_str!("missing HOST_MEMBERS"), None));
     };
     let addrs = parse_members(nest)?;
     if let Some(name) = r.name {
         let n = nla_str(name.payload);
         let idx = inner
             .host_index(n)
-            .ok_or_else(|| reject(ENOENT, c_str!("no such host"), Some(name.off)))?;
+            .ok_or_else(|| reject(ENOENT, kernel::c_str!("no such host"), Some(name.off)))?;
         if addrs.iter().any(|a| inner.host_of(a) != Some(idx as u32)) {
-            return Err(reject(ENOENT, c_str!("an address is not mapped to this host"), Some(nest.off)));
+            return Err(reject(ENOENT, kernel::c_str!("an address is not mapped to this host"), Some(nest.off)));
         }
     } else if addrs.iter().any(|a| inner.host_of(a).is_none()) {
-        return Err(reject(ENOENT, c_str!("an address is not mapped"), Some(nest.off)));
+        return Err(reject(ENOENT, kernel::c_str!("an address is not mapped"), Some(nest.off)));
     }
     inner.unmap(&addrs);
     Ok(())
@@ -279,15 +279,15 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
     for a in attrs(buf, 0) {
         let a = a?;
         if a.ty != VMWLCH_A_HOST {
-            return Err(reject(EINVAL, c_str!("REPLACE_MAP takes only HOST attributes"), Some(a.off)));
+            return Err(reject(EINVAL, kernel::c_str!("REPLACE_MAP takes only HOST attributes"), Some(a.off)));
         }
         let r = parse_host_attrs(a.payload, a.off + 4, VMWLCH_CMD_SET_HOST)?;
         let name = req_name(&r)?;
         if hosts.iter().any(|h| h.name() == name) {
-            return Err(reject(EINVAL, c_str!("duplicate host name"), r.name.map(|n| n.off)));
+            return Err(reject(EINVAL, kernel::c_str!("duplicate host name"), r.name.map(|n| n.off)));
         }
         if hosts.len() >= VMWLCH_MAX_HOSTS {
-            return Err(reject(ENOSPC, c_str!("too many hosts (limit 1024)"), Some(a.off)));
+            return Err(reject(ENOSPC, kernel::c_str!("too many hosts (limit 1024)"), Some(a.off)));
         }
         let idx = hosts.len() as u32;
         hosts
@@ -296,7 +296,7 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
         if let Some(m) = r.members {
             for addr in parse_members(m)?.iter() {
                 if members.len() >= VMWLCH_MAX_MEMBERS {
-                    return Err(reject(ENOSPC, c_str!("too many mapped addresses (limit 65536)"), Some(m.off)));
+                    return Err(reject(ENOSPC, kernel::c_str!("too many mapped addresses (limit 65536)"), Some(m.off)));
                 }
                 members
                     .push(Member { addr: *addr, host: idx }, GFP_KERNEL)
@@ -306,7 +306,7 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
     }
     members.as_mut_slice().sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
     if members.windows(2).any(|w| w[0].addr == w[1].addr) {
-        return Err(reject(EINVAL, c_str!("an address is listed under two hosts"), None));
+        return Err(reject(EINVAL, kernel::c_str!("an address is listed under two hosts"), None));
     }
     inner.hosts = hosts;
     inner.members = members;
@@ -323,7 +323,7 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
         VMWLCH_CMD_DEL_HOST => {
             let r = parse_host_attrs(buf, 0, cmd)?;
             if r.weight.is_some() || r.members.is_some() {
-                return Err(reject(EINVAL, c_str!("DEL_HOST takes only HOST_NAME"), None));
+                return Err(reject(EINVAL, kernel::c_str!("DEL_HOST takes only HOST_NAME"), None));
             }
             cmd_del_host(inner, &r)?;
         }
@@ -335,12 +335,12 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
         VMWLCH_CMD_FLUSH => {
             if let Some(a) = attrs(buf, 0).next() {
                 let off = a.map(|a| a.off).ok();
-                return Err(reject(EINVAL, c_str!("FLUSH takes no attributes"), off));
+                return Err(reject(EINVAL, kernel::c_str!("FLUSH takes no attributes"), off));
             }
             inner.hosts = KVec::new();
             inner.members = KVec::new();
         }
-        _ => return Err(reject(EOPNOTSUPP, c_str!("unknown command"), None)),
+        _ => return Err(reject(Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32)), kernel::c_str!("unknown command"), None)),
     }
     st.rebuild(inner);
     Ok(())

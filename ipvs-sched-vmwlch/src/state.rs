@@ -146,7 +146,8 @@ impl Cluster for Snapshot {
         Live {
             weight: r.weight,
             activeconns: r.activeconns,
-            inactconns: r.inactconns,
+            // The core's overhead is active*256 + this term: IPVS's own measure.
+            inactconns: r.overhead_term,
             overloaded: r.flags & ffi::IP_VS_DEST_F_OVERLOAD != 0,
         }
     }
@@ -296,7 +297,7 @@ impl Inner {
         let walked = unsafe {
             ffi::svc_walk(svc, |d| {
                 // SAFETY: `d` is on the service's list under the config mutex.
-                let (af, bytes) = unsafe { ffi::dest_addr(d) };
+                let (af, bytes) = ffi::dest_addr(d);
                 dests
                     .push(Dest { dest: d, addr: Addr { af, bytes } }, GFP_KERNEL)
                     .map_err(|_| ENOMEM.to_errno())

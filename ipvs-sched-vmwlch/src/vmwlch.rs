@@ -80,7 +80,7 @@ fn scope(kind: c_int) -> select::Scope {
 
 /// Allocates the state of a new network namespace (NULL on failure).
 #[no_mangle]
-pub extern "C" fn vmwlch_rs_net_new() -> *mut c_void {
+extern "C" fn vmwlch_rs_net_new() -> *mut c_void {
     match NetState::new() {
         Ok(b) => KBox::into_raw(b).cast(),
         Err(_) => core::ptr::null_mut(),
@@ -94,7 +94,7 @@ pub extern "C" fn vmwlch_rs_net_new() -> *mut c_void {
 /// `p` came from `vmwlch_rs_net_new`; no reader can reach it any more (the
 /// glue unpublished it and waited for a grace period).
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_net_free(p: *mut c_void) {
+unsafe extern "C" fn vmwlch_rs_net_free(p: *mut c_void) {
     if !p.is_null() {
         // SAFETY: per the contract we own the allocation again.
         drop(unsafe { KBox::from_raw(p.cast::<NetState>()) });
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn vmwlch_rs_net_free(p: *mut c_void) {
 ///
 /// `st` is a live state; called with `vmwlch_mutex` and the IPVS config mutex held.
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_init_service(
+unsafe extern "C" fn vmwlch_rs_init_service(
     st: *mut c_void,
     svc: *mut IpVsService,
     _kind: c_int,
@@ -132,7 +132,7 @@ pub unsafe extern "C" fn vmwlch_rs_init_service(
 ///
 /// As for [`vmwlch_rs_init_service`].
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsService) {
+unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsService) {
     // SAFETY: per the contract.
     let st = unsafe { state(st) };
     // SAFETY: `vmwlch_mutex` is held.
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsS
 ///
 /// As for [`vmwlch_rs_init_service`]; `dest` was just linked to `svc`.
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_add_dest(
+unsafe extern "C" fn vmwlch_rs_add_dest(
     st: *mut c_void,
     svc: *mut IpVsService,
     dest: *mut IpVsDest,
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn vmwlch_rs_add_dest(
 ///
 /// As for [`vmwlch_rs_init_service`].
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_del_dest(
+unsafe extern "C" fn vmwlch_rs_del_dest(
     st: *mut c_void,
     svc: *mut IpVsService,
     dest: *mut IpVsDest,
@@ -191,7 +191,7 @@ pub unsafe extern "C" fn vmwlch_rs_del_dest(
 /// `st` is a live state reached through `rcu_dereference` inside the RCU
 /// read-side section that IPVS holds around `schedule`.
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_schedule(
+unsafe extern "C" fn vmwlch_rs_schedule(
     st: *mut c_void,
     svc: *mut IpVsService,
     kind: c_int,
@@ -206,7 +206,7 @@ pub unsafe extern "C" fn vmwlch_rs_schedule(
 ///
 /// Called by RCU for a head passed to `vmwlch_retire`.
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_snapshot_free(head: *mut RcuHead) {
+unsafe extern "C" fn vmwlch_rs_snapshot_free(head: *mut RcuHead) {
     // SAFETY: per the contract.
     unsafe { NetState::free_snapshot(head) }
 }
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn vmwlch_rs_snapshot_free(head: *mut RcuHead) {
 /// `st` is a live state, `vmwlch_mutex` is held, `attrs` points to `len`
 /// readable bytes, `msg` and `bad_off` are writable.
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_cmd(
+unsafe extern "C" fn vmwlch_rs_cmd(
     st: *mut c_void,
     cmd: u8,
     attrs: *const c_void,
@@ -256,7 +256,7 @@ pub unsafe extern "C" fn vmwlch_rs_cmd(
 ///
 /// `st` is a live state, `vmwlch_mutex` is held, `name` is NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_host_index(st: *mut c_void, name: *const c_char) -> c_int {
+unsafe extern "C" fn vmwlch_rs_host_index(st: *mut c_void, name: *const c_char) -> c_int {
     // SAFETY: per the contract.
     let inner = unsafe { state(st).inner_mut() };
     // SAFETY: the policy made the attribute NUL-terminated.
@@ -274,7 +274,7 @@ pub unsafe extern "C" fn vmwlch_rs_host_index(st: *mut c_void, name: *const c_ch
 /// `st` is a live state, `vmwlch_mutex` is held, `skb` is a writable skb
 /// owned by the caller, `member_off` is writable.
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_fill_host(
+unsafe extern "C" fn vmwlch_rs_fill_host(
     st: *mut c_void,
     idx: u32,
     member_off: *mut u32,
@@ -293,7 +293,7 @@ pub unsafe extern "C" fn vmwlch_rs_fill_host(
     // SAFETY: `skb` is valid and ours (contract).
     let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, flags, uapi::VMWLCH_CMD_GET_HOST) })
     else {
-        return EMSGSIZE.to_errno();
+        return -(kernel::bindings::EMSGSIZE as c_int);
     };
     match nl::fill_host(inner, idx, off, &mut msg) {
         Ok(nl::Fill::Done) => {
@@ -306,7 +306,7 @@ pub unsafe extern "C" fn vmwlch_rs_fill_host(
             unsafe { *member_off = next };
             1
         }
-        Err(_) => EMSGSIZE.to_errno(),
+        Err(_) => -(kernel::bindings::EMSGSIZE as c_int),
     }
 }
 
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn vmwlch_rs_fill_host(
 ///
 /// As for [`vmwlch_rs_fill_host`].
 #[no_mangle]
-pub unsafe extern "C" fn vmwlch_rs_fill_info(
+unsafe extern "C" fn vmwlch_rs_fill_info(
     st: *mut c_void,
     skb: *mut SkBuff,
     portid: u32,
@@ -328,13 +328,13 @@ pub unsafe extern "C" fn vmwlch_rs_fill_info(
     let inner = unsafe { st.inner_mut() };
     // SAFETY: `skb` is valid and ours (contract).
     let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, 0, uapi::VMWLCH_CMD_GET_INFO) }) else {
-        return EMSGSIZE.to_errno();
+        return -(kernel::bindings::EMSGSIZE as c_int);
     };
     match nl::fill_info(st, inner, &mut msg) {
         Ok(()) => {
             msg.end();
             0
         }
-        Err(_) => EMSGSIZE.to_errno(),
+        Err(_) => -(kernel::bindings::EMSGSIZE as c_int),
     }
 }

@@ -13,10 +13,11 @@ use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv6Addr};
 
-use crate::ipvs::{
-    Dest, Family, Forward, Info, Netmask, Protocol, Service, ServiceKey, SyncDaemon, Timeouts, TunnelCsum, TunnelType,
-};
 use crate::ipvs::consts::*;
+use crate::ipvs::{
+    Dest, Family, Forward, Info, Netmask, Protocol, Service, ServiceKey, SyncDaemon, Timeouts,
+    TunnelCsum, TunnelType,
+};
 use crate::names::Resolver;
 
 /// No format flags.
@@ -124,7 +125,13 @@ fn truncate(s: &mut String, max: usize) {
 }
 
 /// ipvsadm's `addrport_to_anyname` (60-byte buffer).
-pub fn addrport_to_anyname(addr: &IpAddr, port: u16, proto: Protocol, format: u32, res: &dyn Resolver) -> String {
+pub fn addrport_to_anyname(
+    addr: &IpAddr,
+    port: u16,
+    proto: Protocol,
+    format: u32,
+    res: &dyn Resolver,
+) -> String {
     let v4 = matches!(addr, IpAddr::V4(_));
     let (l, r) = if v4 { ("", "") } else { ("[", "]") };
     let mut s = if format & FMT_NUMERIC != 0 {
@@ -288,7 +295,11 @@ pub fn service_name(key: &ServiceKey, format: u32, res: &dyn Resolver) -> String
                 (false, false) => format!("FWM  {mark}"),
             }
         }
-        ServiceKey::Addr { protocol, addr, port } => {
+        ServiceKey::Addr {
+            protocol,
+            addr,
+            port,
+        } => {
             let vname = addrport_to_anyname(addr, *port, *protocol, format, res);
             if format & FMT_RULE != 0 {
                 let stype = match protocol {
@@ -414,14 +425,26 @@ pub fn service_entry(svc: &Service, dests: &[Dest], format: u32, res: &dyn Resol
                         );
                     }
                     TunnelType::Ipip => {
-                        let _ = writeln!(out, "-a {svc_name} -r {dname} {} -w {weight} --tun-type ipip", fwd_switch(e.fwd));
+                        let _ = writeln!(
+                            out,
+                            "-a {svc_name} -r {dname} {} -w {weight} --tun-type ipip",
+                            fwd_switch(e.fwd)
+                        );
                     }
                     TunnelType::Other(_) => {
-                        let _ = writeln!(out, "-a {svc_name} -r {dname} {} -w {weight}", fwd_switch(e.fwd));
+                        let _ = writeln!(
+                            out,
+                            "-a {svc_name} -r {dname} {} -w {weight}",
+                            fwd_switch(e.fwd)
+                        );
                     }
                 }
             } else {
-                let _ = writeln!(out, "-a {svc_name} -r {dname} {} -w {weight}", fwd_switch(e.fwd));
+                let _ = writeln!(
+                    out,
+                    "-a {svc_name} -r {dname} {} -w {weight}",
+                    fwd_switch(e.fwd)
+                );
             }
         } else if format & FMT_STATS != 0 {
             let s = &e.stats;
@@ -432,7 +455,11 @@ pub fn service_entry(svc: &Service, dests: &[Dest], format: u32, res: &dyn Resol
             out.push('\n');
         } else if format & FMT_RATE != 0 {
             let s = &e.stats;
-            let _ = write!(out, "  -> {dname:<28} {:>8} {:>8} {:>8}", s.cps, s.inpps, s.outpps);
+            let _ = write!(
+                out,
+                "  -> {dname:<28} {:>8} {:>8} {:>8}",
+                s.cps, s.inpps, s.outpps
+            );
             out.push_str(&largenum(s.inbps, format));
             out.push_str(&largenum(s.outbps, format));
             out.push('\n');
@@ -512,14 +539,23 @@ pub fn list_service(entry: &Entry, format: u32, res: &dyn Resolver) -> String {
 
 /// `--timeout`.
 pub fn timeouts(t: &Timeouts) -> String {
-    format!("Timeout (tcp tcpfin udp): {} {} {}\n", t.tcp as i32, t.tcp_fin as i32, t.udp as i32)
+    format!(
+        "Timeout (tcp tcpfin udp): {} {} {}\n",
+        t.tcp as i32, t.tcp_fin as i32, t.udp as i32
+    )
 }
 
 /// `--daemon`.
 pub fn daemons(ds: &[SyncDaemon]) -> String {
     let mut out = String::new();
     for d in ds.iter().take(2) {
-        let _ = write!(out, "{} sync daemon (mcast={}, syncid={}", d.state.name(), d.mcast_ifn, d.sync_id as i32);
+        let _ = write!(
+            out,
+            "{} sync daemon (mcast={}, syncid={}",
+            d.state.name(),
+            d.mcast_ifn,
+            d.sync_id as i32
+        );
         if let Some(m) = d.sync_maxlen.filter(|m| *m != 0) {
             let _ = write!(out, ", maxlen={m}");
         }
@@ -589,7 +625,11 @@ pub fn cmp_services(s1: &Service, s2: &Service) -> i32 {
     if r != 0 {
         return r;
     }
-    let r = addr_cmp(s1.key.family() == Family::Inet6, &s1.key.addr(), &s2.key.addr());
+    let r = addr_cmp(
+        s1.key.family() == Family::Inet6,
+        &s1.key.addr(),
+        &s2.key.addr(),
+    );
     if r != 0 {
         return r;
     }
@@ -647,7 +687,18 @@ fn msort_rec<T: Copy>(b: &mut [T], tmp: &mut [T], cmp: &impl Fn(&T, &T) -> i32) 
 /// A total order on services used by the modern (non-ipvsadm) listings.
 pub fn natural_cmp(a: &ServiceKey, b: &ServiceKey) -> Ordering {
     let rank = |k: &ServiceKey| match k {
-        ServiceKey::Addr { protocol, addr, port } => (0u8, addr.is_ipv6(), words(addr), protocol.number(), *port, 0u32),
+        ServiceKey::Addr {
+            protocol,
+            addr,
+            port,
+        } => (
+            0u8,
+            addr.is_ipv6(),
+            words(addr),
+            protocol.number(),
+            *port,
+            0u32,
+        ),
         ServiceKey::Fwmark { family, mark } => (1u8, *family == Family::Inet6, [0; 4], 0, 0, *mark),
     };
     rank(a).cmp(&rank(b))
@@ -674,7 +725,9 @@ mod tests {
         d12.inact_conns = 345;
         let mut s2 = Service::new(ServiceKey::udp(ip("2001:db8::1"), 53)).with_scheduler("sh");
         s2.flags |= IP_VS_SVC_F_SCHED_SH_FALLBACK | IP_VS_SVC_F_SCHED_SH_PORT;
-        let d2 = Dest::new(ip("2001:db8::10"), 53).with_fwd(Forward::Masq).with_weight(5);
+        let d2 = Dest::new(ip("2001:db8::10"), 53)
+            .with_fwd(Forward::Masq)
+            .with_weight(5);
         let s3 = Service::new(ServiceKey::fwmark(7)).with_scheduler("rr");
         let mut d3 = Dest::new(ip("10.1.0.5"), 0).with_fwd(Forward::Tunnel);
         d3.tun_type = TunnelType::Gue;
@@ -683,7 +736,10 @@ mod tests {
         vec![(s3, vec![d3]), (s2, vec![d2]), (s1, vec![d12, d11])]
     }
 
-    const INFO: Info = Info { version: 0x010201, conn_tab_size: 4096 };
+    const INFO: Info = Info {
+        version: 0x010201,
+        conn_tab_size: 4096,
+    };
 
     #[test]
     fn golden_sample_ln() {
@@ -705,18 +761,40 @@ mod tests {
 
     fn stats_sample() -> Vec<Entry> {
         let mut s = Service::new(ServiceKey::tcp(ip("10.0.0.1"), 80));
-        s.stats = Stats { conns: 12345, inpkts: 234567890, inbytes: 123456789012, cps: 10, inpps: 2000, inbps: 150000000, ..Default::default() };
+        s.stats = Stats {
+            conns: 12345,
+            inpkts: 234567890,
+            inbytes: 123456789012,
+            cps: 10,
+            inpps: 2000,
+            inbps: 150000000,
+            ..Default::default()
+        };
         let mut d = Dest::new(ip("192.168.1.10"), 80);
-        d.stats = Stats { conns: 6000, inpkts: 117283945, inbytes: 61728394506, cps: 5, inpps: 1000, inbps: 75000000, ..Default::default() };
+        d.stats = Stats {
+            conns: 6000,
+            inpkts: 117283945,
+            inbytes: 61728394506,
+            cps: 5,
+            inpps: 1000,
+            inbps: 75000000,
+            ..Default::default()
+        };
         vec![(s, vec![d])]
     }
 
     #[test]
     fn golden_sample_stats_and_rate() {
         let want = include_str!("../tests/golden/sample_stats.txt");
-        assert_eq!(list_all(&INFO, &stats_sample(), FMT_NUMERIC | FMT_STATS, &Numeric), want);
+        assert_eq!(
+            list_all(&INFO, &stats_sample(), FMT_NUMERIC | FMT_STATS, &Numeric),
+            want
+        );
         let want = include_str!("../tests/golden/sample_rate.txt");
-        assert_eq!(list_all(&INFO, &stats_sample(), FMT_NUMERIC | FMT_RATE, &Numeric), want);
+        assert_eq!(
+            list_all(&INFO, &stats_sample(), FMT_NUMERIC | FMT_RATE, &Numeric),
+            want
+        );
     }
 
     #[test]
@@ -737,11 +815,19 @@ mod tests {
     fn other_list_formats() {
         let e = sample();
         let th = list_all(&INFO, &e, FMT_NUMERIC | FMT_THRESHOLDS, &Numeric);
-        assert!(th.contains("Prot LocalAddress:Port            Uthreshold Lthreshold ActiveConn InActConn \n"));
-        assert!(th.contains("  -> 192.168.1.11:80              0          0          12         345       \n"));
+        assert!(th.contains(
+            "Prot LocalAddress:Port            Uthreshold Lthreshold ActiveConn InActConn \n"
+        ));
+        assert!(th.contains(
+            "  -> 192.168.1.11:80              0          0          12         345       \n"
+        ));
         let pc = list_all(&INFO, &e, FMT_NUMERIC | FMT_PERSISTENTCONN, &Numeric);
-        assert!(pc.contains("Prot LocalAddress:Port            Weight    PersistConn ActiveConn InActConn \n"));
-        assert!(pc.contains("  -> 192.168.1.11:80              1         0           12         345       \n"));
+        assert!(pc.contains(
+            "Prot LocalAddress:Port            Weight    PersistConn ActiveConn InActConn \n"
+        ));
+        assert!(pc.contains(
+            "  -> 192.168.1.11:80              1         0           12         345       \n"
+        ));
         let ti = list_all(&INFO, &e, FMT_NUMERIC | FMT_TUN_INFO, &Numeric);
         assert!(ti.contains("  -> 10.1.0.5:0                   Tunnel  gue:6080:-c   1      0          0         \n"), "{ti}");
         assert!(ti.contains("  -> 192.168.1.10:80              Route   n/a           1      0          0         \n"));
@@ -750,16 +836,26 @@ mod tests {
     #[test]
     fn truncation_and_names() {
         let mut r = StaticResolver::default();
-        r.hosts.insert(ip("10.0.62.121"), "ip-10-0-62-121.ec2.internal".into());
+        r.hosts
+            .insert(ip("10.0.62.121"), "ip-10-0-62-121.ec2.internal".into());
         r.services.insert((80, 6), "http".into());
         let s = Service::new(ServiceKey::tcp(ip("10.0.62.121"), 80)).with_scheduler("rr");
         let d = Dest::new(ip("10.0.62.121"), 80);
         let out = service_entry(&s, &[d], 0, &r);
         // kube-router#415: "TCP  ip-10-0-62-121.ec2.internal: rr"
-        assert_eq!(out.lines().next().unwrap(), "TCP  ip-10-0-62-121.ec2.internal: rr");
-        assert_eq!(out.lines().nth(1).unwrap(), "  -> ip-10-0-62-121.ec2.internal: Route   1      0          0         ");
+        assert_eq!(
+            out.lines().next().unwrap(),
+            "TCP  ip-10-0-62-121.ec2.internal: rr"
+        );
+        assert_eq!(
+            out.lines().nth(1).unwrap(),
+            "  -> ip-10-0-62-121.ec2.internal: Route   1      0          0         "
+        );
         let rule = service_entry(&s, &[Dest::new(ip("10.0.62.121"), 80)], FMT_RULE, &r);
-        assert_eq!(rule.lines().next().unwrap(), "-A -t ip-10-0-62-121.ec2.internal:http -s rr");
+        assert_eq!(
+            rule.lines().next().unwrap(),
+            "-A -t ip-10-0-62-121.ec2.internal:http -s rr"
+        );
     }
 
     #[test]
@@ -801,7 +897,14 @@ mod tests {
 
     #[test]
     fn timeout_and_daemon_lines() {
-        assert_eq!(timeouts(&Timeouts { tcp: 900, tcp_fin: 120, udp: 300 }), "Timeout (tcp tcpfin udp): 900 120 300\n");
+        assert_eq!(
+            timeouts(&Timeouts {
+                tcp: 900,
+                tcp_fin: 120,
+                udp: 300
+            }),
+            "Timeout (tcp tcpfin udp): 900 120 300\n"
+        );
         let mut d = SyncDaemon::new(crate::ipvs::DaemonState::Master, "eth0");
         d.sync_maxlen = Some(1472);
         d.mcast_group = Some(ip("224.0.0.81"));

@@ -37,6 +37,7 @@
 //! extended-ACK message) mapped back to its request.
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod compat;
 pub mod config;
 pub mod conn;

@@ -54,7 +54,11 @@ struct HostEnt {
 }
 
 extern "C" {
-    fn gethostbyaddr(addr: *const libc::c_void, len: libc::socklen_t, ty: libc::c_int) -> *mut HostEnt;
+    fn gethostbyaddr(
+        addr: *const libc::c_void,
+        len: libc::socklen_t,
+        ty: libc::c_int,
+    ) -> *mut HostEnt;
     fn gethostbyname(name: *const libc::c_char) -> *mut HostEnt;
 }
 
@@ -80,7 +84,11 @@ impl Resolver for LibcResolver {
         // returned hostent (static storage of the C library) is read before
         // any other lookup in this single-threaded use.
         let name = unsafe {
-            let h = gethostbyaddr(bytes.as_ptr() as *const libc::c_void, bytes.len() as libc::socklen_t, af);
+            let h = gethostbyaddr(
+                bytes.as_ptr() as *const libc::c_void,
+                bytes.len() as libc::socklen_t,
+                af,
+            );
             if h.is_null() || (*h).h_name.is_null() {
                 None
             } else {

@@ -20,8 +20,8 @@ use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use netlink_packet_core::{
-    DecodeError, Emitable, Nla, NlaBuffer, NlasIterator, NetlinkHeader, NetlinkMessage,
-    NetlinkPayload, ParseableParametrized, NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    DecodeError, Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload, Nla, NlaBuffer,
+    NlasIterator, ParseableParametrized, NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
 use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
@@ -189,7 +189,11 @@ impl<'a> Attrs<'a> {
     }
     /// The last attribute of a type (the kernel's `nla_parse` keeps the last).
     pub fn get(&self, kind: u16) -> Option<&'a [u8]> {
-        self.items.iter().rev().find(|(k, _)| *k == kind).map(|(_, v)| *v)
+        self.items
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, v)| *v)
     }
     /// Does the attribute exist?
     pub fn has(&self, kind: u16) -> bool {
@@ -197,23 +201,34 @@ impl<'a> Attrs<'a> {
     }
     /// All attributes of a type, in order.
     pub fn all(&self, kind: u16) -> impl Iterator<Item = &'a [u8]> + '_ {
-        self.items.iter().filter(move |(k, _)| *k == kind).map(|(_, v)| *v)
+        self.items
+            .iter()
+            .filter(move |(k, _)| *k == kind)
+            .map(|(_, v)| *v)
     }
     /// u8 value.
     pub fn u8(&self, kind: u16) -> Result<Option<u8>, Error> {
-        self.get(kind).map(|v| fixed::<1>(kind, v).map(|b| b[0])).transpose()
+        self.get(kind)
+            .map(|v| fixed::<1>(kind, v).map(|b| b[0]))
+            .transpose()
     }
     /// u16 value, host order.
     pub fn u16(&self, kind: u16) -> Result<Option<u16>, Error> {
-        self.get(kind).map(|v| fixed::<2>(kind, v).map(u16::from_ne_bytes)).transpose()
+        self.get(kind)
+            .map(|v| fixed::<2>(kind, v).map(u16::from_ne_bytes))
+            .transpose()
     }
     /// u16 value, network order.
     pub fn be16(&self, kind: u16) -> Result<Option<u16>, Error> {
-        self.get(kind).map(|v| fixed::<2>(kind, v).map(u16::from_be_bytes)).transpose()
+        self.get(kind)
+            .map(|v| fixed::<2>(kind, v).map(u16::from_be_bytes))
+            .transpose()
     }
     /// u32 value, host order.
     pub fn u32(&self, kind: u16) -> Result<Option<u32>, Error> {
-        self.get(kind).map(|v| fixed::<4>(kind, v).map(u32::from_ne_bytes)).transpose()
+        self.get(kind)
+            .map(|v| fixed::<4>(kind, v).map(u32::from_ne_bytes))
+            .transpose()
     }
     /// Raw 4 bytes.
     pub fn raw4(&self, kind: u16) -> Result<Option<[u8; 4]>, Error> {
@@ -221,7 +236,9 @@ impl<'a> Attrs<'a> {
     }
     /// u64 value, host order.
     pub fn u64(&self, kind: u16) -> Result<Option<u64>, Error> {
-        self.get(kind).map(|v| fixed::<8>(kind, v).map(u64::from_ne_bytes)).transpose()
+        self.get(kind)
+            .map(|v| fixed::<8>(kind, v).map(u64::from_ne_bytes))
+            .transpose()
     }
     /// NUL-terminated (or unterminated) string.
     pub fn string(&self, kind: u16) -> Option<String> {
@@ -238,7 +255,10 @@ impl<'a> Attrs<'a> {
 
 fn fixed<const N: usize>(kind: u16, v: &[u8]) -> Result<[u8; N], Error> {
     if v.len() < N {
-        return Err(Error::Decode(format!("attribute {kind}: {} bytes, expected {N}", v.len())));
+        return Err(Error::Decode(format!(
+            "attribute {kind}: {} bytes, expected {N}",
+            v.len()
+        )));
     }
     let mut a = [0u8; N];
     a.copy_from_slice(&v[..N]);
@@ -292,7 +312,12 @@ pub struct GenlBody<F: FamilyName> {
 impl<F: FamilyName> GenlBody<F> {
     /// A request body.
     pub fn new(cmd: u8, attrs: Vec<Attr>) -> Self {
-        GenlBody { cmd, attrs, raw: Vec::new(), _f: PhantomData }
+        GenlBody {
+            cmd,
+            attrs,
+            raw: Vec::new(),
+            _f: PhantomData,
+        }
     }
     /// Parse the received attributes.
     pub fn attrs(&self) -> Result<Attrs<'_>, Error> {
@@ -323,7 +348,12 @@ impl<F: FamilyName> Emitable for GenlBody<F> {
 
 impl<F: FamilyName> ParseableParametrized<[u8], GenlHeader> for GenlBody<F> {
     fn parse_with_param(buf: &[u8], header: GenlHeader) -> Result<Self, DecodeError> {
-        Ok(GenlBody { cmd: header.cmd, attrs: Vec::new(), raw: buf.to_vec(), _f: PhantomData })
+        Ok(GenlBody {
+            cmd: header.cmd,
+            attrs: Vec::new(),
+            raw: buf.to_vec(),
+            _f: PhantomData,
+        })
     }
 }
 
@@ -358,9 +388,17 @@ enum Incoming {
     /// A family message.
     Data { seq: u32, bytes: Vec<u8> },
     /// NLMSG_ERROR (errno 0 = ACK).
-    Ack { seq: u32, errno: i32, msg: Option<String> },
+    Ack {
+        seq: u32,
+        errno: i32,
+        msg: Option<String>,
+    },
     /// NLMSG_DONE of a dump (with its error, if any).
-    Done { seq: u32, errno: i32, msg: Option<String> },
+    Done {
+        seq: u32,
+        errno: i32,
+        msg: Option<String>,
+    },
     /// Anything else (NOOP, OVERRUN).
     Other,
 }
@@ -395,10 +433,17 @@ fn split_datagram(buf: &[u8]) -> Result<Vec<Incoming>, Error> {
                 } else {
                     None
                 };
-                out.push(Incoming::Done { seq, errno: errno.max(0), msg });
+                out.push(Incoming::Done {
+                    seq,
+                    errno: errno.max(0),
+                    msg,
+                });
             }
             1 | 4 => out.push(Incoming::Other),
-            _ => out.push(Incoming::Data { seq, bytes: buf[off..off + len].to_vec() }),
+            _ => out.push(Incoming::Data {
+                seq,
+                bytes: buf[off..off + len].to_vec(),
+            }),
         }
         off += (len + 3) & !3;
     }
@@ -415,7 +460,11 @@ fn parse_error_payload(p: &[u8], flags: u16) -> Result<(i32, Option<String>), Er
     let mut msg = None;
     if flags & NLM_F_ACK_TLVS != 0 && p.len() >= 4 + NLMSG_HDRLEN {
         let orig_len = u32::from_ne_bytes([p[4], p[5], p[6], p[7]]) as usize;
-        let tlv_off = if flags & NLM_F_CAPPED != 0 { 4 + NLMSG_HDRLEN } else { 4 + ((orig_len + 3) & !3) };
+        let tlv_off = if flags & NLM_F_CAPPED != 0 {
+            4 + NLMSG_HDRLEN
+        } else {
+            4 + ((orig_len + 3) & !3)
+        };
         if tlv_off <= p.len() {
             msg = extack_msg(&p[tlv_off..]);
         }
@@ -457,7 +506,13 @@ impl Netlink {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as u32)
             .unwrap_or(1);
-        Ok(Netlink { sock, seq, buf: vec![0u8; 1 << 16], families: HashMap::new(), window })
+        Ok(Netlink {
+            sock,
+            seq,
+            buf: vec![0u8; 1 << 16],
+            families: HashMap::new(),
+            window,
+        })
     }
 
     /// Maximum number of unacknowledged pipelined requests.
@@ -483,7 +538,9 @@ impl Netlink {
             match self.sock.recv(&mut &mut self.buf[..], libc::MSG_TRUNC) {
                 Ok(n) if n > self.buf.len() => {
                     // Message larger than our buffer: grow and retry by peeking next time.
-                    return Err(Error::Decode(format!("netlink message of {n} bytes truncated")));
+                    return Err(Error::Decode(format!(
+                        "netlink message of {n} bytes truncated"
+                    )));
                 }
                 Ok(n) => {
                     let data = self.buf[..n].to_vec();
@@ -563,7 +620,11 @@ impl Netlink {
 
     /// Send one request and wait for its ACK; returns the replies received
     /// before the ACK (for `GET` doit commands).
-    pub fn request<F: FamilyName>(&mut self, family: u16, body: GenlBody<F>) -> Result<Vec<GenlBody<F>>, Error> {
+    pub fn request<F: FamilyName>(
+        &mut self,
+        family: u16,
+        body: GenlBody<F>,
+    ) -> Result<Vec<GenlBody<F>>, Error> {
         let seq = self.next_seq();
         let mut bytes = Vec::new();
         encode_request(&mut bytes, family, body, NLM_F_REQUEST | NLM_F_ACK, seq);
@@ -572,9 +633,15 @@ impl Netlink {
         loop {
             for m in self.recv()? {
                 match m {
-                    Incoming::Data { seq: s, bytes, .. } if s == seq => replies.push(decode_body::<F>(&bytes)?),
+                    Incoming::Data { seq: s, bytes, .. } if s == seq => {
+                        replies.push(decode_body::<F>(&bytes)?)
+                    }
                     Incoming::Ack { seq: s, errno, msg } if s == seq => {
-                        return if errno == 0 { Ok(replies) } else { Err(Error::Kernel { errno, msg }) };
+                        return if errno == 0 {
+                            Ok(replies)
+                        } else {
+                            Err(Error::Kernel { errno, msg })
+                        };
                     }
                     _ => {}
                 }
@@ -583,7 +650,11 @@ impl Netlink {
     }
 
     /// Run a dump request and collect every message.
-    pub fn dump<F: FamilyName>(&mut self, family: u16, body: GenlBody<F>) -> Result<Vec<GenlBody<F>>, Error> {
+    pub fn dump<F: FamilyName>(
+        &mut self,
+        family: u16,
+        body: GenlBody<F>,
+    ) -> Result<Vec<GenlBody<F>>, Error> {
         let seq = self.next_seq();
         let mut bytes = Vec::new();
         encode_request(&mut bytes, family, body, NLM_F_REQUEST | NLM_F_DUMP, seq);
@@ -592,14 +663,18 @@ impl Netlink {
         loop {
             for m in self.recv()? {
                 match m {
-                    Incoming::Data { seq: s, bytes, .. } if s == seq => replies.push(decode_body::<F>(&bytes)?),
-                    Incoming::Done { seq: s, errno, msg } if s == seq => {
-                        return if errno == 0 { Ok(replies) } else { Err(Error::Kernel { errno, msg }) };
+                    Incoming::Data { seq: s, bytes, .. } if s == seq => {
+                        replies.push(decode_body::<F>(&bytes)?)
                     }
-                    Incoming::Ack { seq: s, errno, msg } if s == seq => {
-                        if errno != 0 {
-                            return Err(Error::Kernel { errno, msg });
-                        }
+                    Incoming::Done { seq: s, errno, msg } if s == seq => {
+                        return if errno == 0 {
+                            Ok(replies)
+                        } else {
+                            Err(Error::Kernel { errno, msg })
+                        };
+                    }
+                    Incoming::Ack { seq: s, errno, msg } if s == seq && errno != 0 => {
+                        return Err(Error::Kernel { errno, msg });
                     }
                     _ => {}
                 }
@@ -612,7 +687,11 @@ impl Netlink {
     /// unacknowledged at a time; each ACK is mapped back to its request.
     /// Returns one result per request, in order. The kernel processes the
     /// requests in order and keeps going after a failed one.
-    pub fn pipeline<F: FamilyName>(&mut self, family: u16, bodies: Vec<GenlBody<F>>) -> Result<Vec<Result<(), Error>>, Error> {
+    pub fn pipeline<F: FamilyName>(
+        &mut self,
+        family: u16,
+        bodies: Vec<GenlBody<F>>,
+    ) -> Result<Vec<Result<(), Error>>, Error> {
         let n = bodies.len();
         let mut results: Vec<Option<Result<(), Error>>> = (0..n).map(|_| None).collect();
         if n == 0 {
@@ -629,7 +708,13 @@ impl Netlink {
             batch.clear();
             while inflight < self.window && batch.len() < MAX_BATCH_BYTES {
                 let Some((i, body)) = iter.next() else { break };
-                encode_request(&mut batch, family, body, NLM_F_REQUEST | NLM_F_ACK, base.wrapping_add(i as u32));
+                encode_request(
+                    &mut batch,
+                    family,
+                    body,
+                    NLM_F_REQUEST | NLM_F_ACK,
+                    base.wrapping_add(i as u32),
+                );
                 inflight += 1;
             }
             if !batch.is_empty() {
@@ -642,7 +727,11 @@ impl Netlink {
                 if let Incoming::Ack { seq, errno, msg } = m {
                     let idx = seq.wrapping_sub(base) as usize;
                     if idx < n && results[idx].is_none() {
-                        results[idx] = Some(if errno == 0 { Ok(()) } else { Err(Error::Kernel { errno, msg }) });
+                        results[idx] = Some(if errno == 0 {
+                            Ok(())
+                        } else {
+                            Err(Error::Kernel { errno, msg })
+                        });
                         inflight -= 1;
                         done += 1;
                     }
@@ -699,7 +788,10 @@ mod tests {
         let mut out = Vec::new();
         let body: GenlBody<T> = GenlBody::new(
             5,
-            vec![Attr::Nested(1, vec![Attr::U16(1, 2), Attr::Str(6, "rr".into())])],
+            vec![Attr::Nested(
+                1,
+                vec![Attr::U16(1, 2), Attr::Str(6, "rr".into())],
+            )],
         );
         encode_request(&mut out, 0x20, body, NLM_F_REQUEST | NLM_F_ACK, 7);
         #[rustfmt::skip]

@@ -44,7 +44,10 @@ impl de::Visitor<'_> for RangeVisitor {
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<i64, E> {
         if v < self.lo || v > self.hi {
-            return Err(E::custom(format!("{} must be {}..={}, got {}", self.what, self.lo, self.hi, v)));
+            return Err(E::custom(format!(
+                "{} must be {}..={}, got {}",
+                self.what, self.lo, self.hi, v
+            )));
         }
         Ok(v)
     }
@@ -72,7 +75,11 @@ macro_rules! ranged_int {
         pub struct $name(pub $t);
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let v = d.deserialize_i64(RangeVisitor { lo: $lo, hi: $hi, what: $what })?;
+                let v = d.deserialize_i64(RangeVisitor {
+                    lo: $lo,
+                    hi: $hi,
+                    what: $what,
+                })?;
                 Ok($name(v as $t))
             }
         }
@@ -140,7 +147,10 @@ impl std::str::FromStr for Cidr {
             Some((a, p)) => (a, Some(p)),
             None => (s, None),
         };
-        let addr: IpAddr = a.trim().parse().map_err(|_| format!("invalid IP address {a:?} in {s:?}"))?;
+        let addr: IpAddr = a
+            .trim()
+            .parse()
+            .map_err(|_| format!("invalid IP address {a:?} in {s:?}"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match p {
             None => max,
@@ -171,8 +181,11 @@ pub struct IfName(pub String);
 impl<'de> Deserialize<'de> for IfName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_str(StrVisitor("an interface name", |s: &str| {
-            if s.is_empty() || s.len() > 15 || s.contains(['/', ' ', '\0']) || s == "." || s == ".." {
-                return Err(format!("invalid interface name {s:?} (1-15 characters, no '/' or spaces)"));
+            if s.is_empty() || s.len() > 15 || s.contains(['/', ' ', '\0']) || s == "." || s == ".."
+            {
+                return Err(format!(
+                    "invalid interface name {s:?} (1-15 characters, no '/' or spaces)"
+                ));
             }
             Ok(IfName(s.to_string()))
         }))
@@ -364,9 +377,9 @@ impl<'de> Deserialize<'de> for Statuses {
             One(u16),
             Many(Vec<u16>),
         }
-        let v = match Raw::deserialize(d)
-            .map_err(|_| de::Error::custom("expected_status must be a status code or a list of codes"))?
-        {
+        let v = match Raw::deserialize(d).map_err(|_| {
+            de::Error::custom("expected_status must be a status code or a list of codes")
+        })? {
             Raw::One(n) => vec![n],
             Raw::Many(v) => v,
         };
@@ -428,7 +441,10 @@ fn default_fall() -> Count {
 
 impl HealthCheck {
     pub fn target(&self) -> SocketAddr {
-        SocketAddr::new(self.real_server.ip(), self.port.unwrap_or(self.real_server.port()))
+        SocketAddr::new(
+            self.real_server.ip(),
+            self.port.unwrap_or(self.real_server.port()),
+        )
     }
     pub fn label(&self) -> String {
         let kind = match self.kind {
@@ -456,39 +472,73 @@ pub struct Config {
     pub services: Option<serde_yaml::Value>,
     #[serde(default)]
     pub hosts: Option<serde_yaml::Value>,
+    #[serde(default)]
+    pub options: Option<serde_yaml::Value>,
+    /// The file's text (for the `ipvsctl` sections with their line numbers).
+    #[serde(skip)]
+    pub source: String,
+}
+
+/// The `services:`, `hosts:` and `options:` sections of a file, with every
+/// other top-level section blanked out line by line, so that `ipvsctl`'s
+/// `line:column` locations are those of the original file.
+pub fn ipvs_sections(text: &str) -> String {
+    let mut keep = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let top = line
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace() && c != '#' && c != '-');
+        if top {
+            if let Some((key, _)) = line.split_once(':') {
+                keep = matches!(key.trim(), "services" | "hosts" | "options");
+            }
+        }
+        if keep || line.starts_with("---") {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
 }
 
 impl Config {
     /// Parse and validate YAML text. `file` names the source in messages.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
-        let inv = |msg: String| ConfigError::Invalid { file: file.to_string(), msg };
+        let inv = |msg: String| ConfigError::Invalid {
+            file: file.to_string(),
+            msg,
+        };
         if text.trim().is_empty() {
             return Err(inv("empty configuration".into()));
         }
-        let cfg: Config = serde_yaml::from_str(text).map_err(|e| inv(e.to_string()))?;
+        let mut cfg: Config = serde_yaml::from_str(text).map_err(|e| inv(e.to_string()))?;
         cfg.validate().map_err(inv)?;
+        cfg.source = text.to_string();
+        if let Some(doc) = cfg.ipvs_document() {
+            if let Err(errs) = ipvsctl::config::parse(&doc) {
+                let msg: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+                return Err(inv(msg.join(&format!("\n{file}: "))));
+            }
+        }
         Ok(cfg)
     }
 
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|err| ConfigError::Io { path: path.display().to_string(), err })?;
+        let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Io {
+            path: path.display().to_string(),
+            err,
+        })?;
         Config::parse(&text, &path.display().to_string())
     }
 
-    /// The `services:`/`hosts:` part as a standalone YAML document for ipvsctl.
+    /// The `services:`/`hosts:`/`options:` part for ipvsctl, line numbers preserved.
     pub fn ipvs_document(&self) -> Option<String> {
         if self.services.is_none() && self.hosts.is_none() {
             return None;
         }
-        let mut m = BTreeMap::new();
-        if let Some(s) = &self.services {
-            m.insert("services", s.clone());
-        }
-        if let Some(h) = &self.hosts {
-            m.insert("hosts", h.clone());
-        }
-        serde_yaml::to_string(&m).ok()
+        Some(ipvs_sections(&self.source))
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -496,17 +546,26 @@ impl Config {
         let mut vrids: BTreeMap<(&str, bool, u8), usize> = BTreeMap::new();
         for (i, inst) in self.vrrp.iter().enumerate() {
             let at = format!("vrrp[{i}] ({})", inst.name);
-            if inst.name.is_empty() || inst.name.len() > 64 || inst.name.contains(char::is_whitespace) {
-                return Err(format!("vrrp[{i}].name: must be 1-64 characters without spaces"));
+            if inst.name.is_empty()
+                || inst.name.len() > 64
+                || inst.name.contains(char::is_whitespace)
+            {
+                return Err(format!(
+                    "vrrp[{i}].name: must be 1-64 characters without spaces"
+                ));
             }
             if let Some(j) = names.insert(&inst.name, i) {
                 return Err(format!("{at}.name: duplicate of vrrp[{j}]"));
             }
             if inst.virtual_ips.is_empty() {
-                return Err(format!("{at}.virtual_ips: at least one address is required"));
+                return Err(format!(
+                    "{at}.virtual_ips: at least one address is required"
+                ));
             }
             if inst.virtual_ips.len() > 255 {
-                return Err(format!("{at}.virtual_ips: at most 255 addresses fit in an advertisement"));
+                return Err(format!(
+                    "{at}.virtual_ips: at most 255 addresses fit in an advertisement"
+                ));
             }
             let v6 = inst.is_ipv6();
             if let Some(bad) = inst.virtual_ips.iter().find(|c| c.addr.is_ipv6() != v6) {
@@ -519,14 +578,22 @@ impl Config {
                 return Err(format!("{at}.virtual_ips: {dup} listed twice"));
             }
             if let Some(p) = inst.unicast_peers.iter().find(|p| p.is_ipv6() != v6) {
-                return Err(format!("{at}.unicast_peers: {p} is not of the virtual addresses' family"));
+                return Err(format!(
+                    "{at}.unicast_peers: {p} is not of the virtual addresses' family"
+                ));
             }
-            if let Some(p) = inst.unicast_peers.iter().find(|p| p.is_multicast() || p.is_unspecified()) {
+            if let Some(p) = inst
+                .unicast_peers
+                .iter()
+                .find(|p| p.is_multicast() || p.is_unspecified())
+            {
                 return Err(format!("{at}.unicast_peers: {p} is not a unicast address"));
             }
             if let Some(s) = inst.source_ip {
                 if s.is_ipv6() != v6 {
-                    return Err(format!("{at}.source_ip: {s} is not of the virtual addresses' family"));
+                    return Err(format!(
+                        "{at}.source_ip: {s} is not of the virtual addresses' family"
+                    ));
                 }
             }
             if let Some(j) = vrids.insert((&inst.interface.0, v6, inst.vrid.0), i) {
@@ -550,11 +617,15 @@ impl Config {
             if !matches!(hc.kind, CheckKind::Http | CheckKind::Https)
                 && (hc.path.is_some() || hc.expected_status.is_some() || hc.host.is_some())
             {
-                return Err(format!("{at}: path/host/expected_status only apply to http and https checks"));
+                return Err(format!(
+                    "{at}: path/host/expected_status only apply to http and https checks"
+                ));
             }
             if let Some(p) = &hc.path {
                 if !p.starts_with('/') || p.contains(['\r', '\n', ' ']) {
-                    return Err(format!("{at}.path: must start with / and contain no spaces or newlines"));
+                    return Err(format!(
+                        "{at}.path: must start with / and contain no spaces or newlines"
+                    ));
                 }
             }
             if let Some(h) = &hc.host {
@@ -612,8 +683,17 @@ health_checks:
     command: "true"
     on_failure: remove
 services:
-  - anything: goes
-hosts: { h1: 1 }
+  - protocol: tcp
+    address: 192.0.2.10
+    port: 80
+    scheduler: vmwlch
+    dests:
+      - address: 10.1.0.11
+        weight: 3
+      - address: 10.1.0.12
+hosts:
+  - name: h1
+    vms: [10.1.0.11]
 "#;
 
     #[test]
@@ -631,7 +711,25 @@ hosts: { h1: 1 }
         assert!(c.vrrp[1].is_ipv6());
         assert_eq!(c.vrrp[1].priority, Priority(100));
         assert_eq!(c.health_checks[1].on_failure, OnFailure::Remove);
-        assert!(c.ipvs_document().unwrap().contains("anything"));
+        let doc = c.ipvs_document().unwrap();
+        assert!(!doc.contains("vrrp") && !doc.contains("health_checks"));
+        assert_eq!(doc.lines().count(), GOOD.lines().count());
+        assert!(doc
+            .lines()
+            .zip(GOOD.lines())
+            .all(|(a, b)| a.is_empty() || a == b));
+    }
+
+    #[test]
+    fn example_file_is_valid() {
+        let c = Config::parse(
+            include_str!("../keepalive.example.yaml"),
+            "keepalive.example.yaml",
+        )
+        .unwrap();
+        assert_eq!(c.vrrp.len(), 2);
+        assert_eq!(c.health_checks.len(), 4);
+        assert!(c.ipvs_document().is_some());
     }
 
     fn err(text: &str) -> String {
@@ -640,24 +738,40 @@ hosts: { h1: 1 }
 
     #[test]
     fn located_value_errors() {
-        let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 0\n    virtual_ips: [10.0.0.1]\n");
-        assert!(e.contains("vrrp[0].vrid") && e.contains("line 4") && e.contains("1..=255"), "{e}");
+        let e = err(
+            "vrrp:\n  - name: a\n    interface: eth0\n    vrid: 0\n    virtual_ips: [10.0.0.1]\n",
+        );
+        assert!(
+            e.contains("vrrp[0].vrid") && e.contains("line 4") && e.contains("1..=255"),
+            "{e}"
+        );
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    advert_interval_ms: 15\n    virtual_ips: [10.0.0.1]\n");
-        assert!(e.contains("advert_interval_ms") && e.contains("line 5"), "{e}");
+        assert!(
+            e.contains("advert_interval_ms") && e.contains("line 5"),
+            "{e}"
+        );
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.1/33]\n");
         assert!(e.contains("prefix") && e.contains("line 5"), "{e}");
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.1]\n    colour: red\n");
-        assert!(e.contains("unknown field `colour`") && e.contains("line 6"), "{e}");
+        assert!(
+            e.contains("unknown field `colour`") && e.contains("line 6"),
+            "{e}"
+        );
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    priority: 256\n    virtual_ips: [10.0.0.1]\n");
         assert!(e.contains("priority must be 1..=255"), "{e}");
     }
 
     #[test]
     fn cross_field_errors() {
-        let base = "vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.1]\n";
-        let e = err(&format!("{base}  - name: a\n    interface: eth1\n    vrid: 2\n    virtual_ips: [10.0.0.2]\n"));
+        let base =
+            "vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.1]\n";
+        let e = err(&format!(
+            "{base}  - name: a\n    interface: eth1\n    vrid: 2\n    virtual_ips: [10.0.0.2]\n"
+        ));
         assert!(e.contains("vrrp[1] (a).name: duplicate"), "{e}");
-        let e = err(&format!("{base}  - name: b\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.2]\n"));
+        let e = err(&format!(
+            "{base}  - name: b\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.2]\n"
+        ));
         assert!(e.contains("VRID 1 is already used on eth0"), "{e}");
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.1, '::1']\n");
         assert!(e.contains("mixes address families"), "{e}");
@@ -665,9 +779,14 @@ hosts: { h1: 1 }
         assert!(e.contains("at least one"), "{e}");
         let e = err("health_checks:\n  - real_server: 10.0.0.1:80\n    type: exec\n");
         assert!(e.contains("needs `command`"), "{e}");
-        let e = err("health_checks:\n  - real_server: 10.0.0.1:80\n    type: tcp\n    timeout_ms: 5000\n");
+        let e = err(
+            "health_checks:\n  - real_server: 10.0.0.1:80\n    type: tcp\n    timeout_ms: 5000\n",
+        );
         assert!(e.contains("timeout_ms"), "{e}");
         assert!(err("").contains("empty"));
+        // ipvsctl's own validation, located in the original file
+        let e = err("vrrp: []\nservices:\n  - protocol: tcp\n    address: 192.0.2.1\n    port: 80\n    dests:\n      - address: 10.0.0.1\n        weight: -1\n");
+        assert!(e.contains("t.yaml: 8:"), "{e}");
         assert!(err("vrrp: [").contains("t.yaml"));
     }
 }

@@ -42,7 +42,12 @@ pub struct Debounce {
 
 impl Debounce {
     pub fn new(rise: u32, fall: u32) -> Debounce {
-        Debounce { up: true, rise: rise.max(1), fall: fall.max(1), streak: 0 }
+        Debounce {
+            up: true,
+            rise: rise.max(1),
+            fall: fall.max(1),
+            streak: 0,
+        }
     }
 
     /// Feed one result; returns the new state if it changed.
@@ -63,11 +68,21 @@ impl Debounce {
     }
 }
 
-async fn http_exchange<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, hc: &HealthCheck) -> Result<u16, String> {
+async fn http_exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    hc: &HealthCheck,
+) -> Result<u16, String> {
     let path = hc.path.as_deref().unwrap_or("/");
-    let host = hc.host.clone().unwrap_or_else(|| hc.target().ip().to_string());
-    let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: keepalive\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.map_err(|e| format!("write: {e}"))?;
+    let host = hc
+        .host
+        .clone()
+        .unwrap_or_else(|| hc.target().ip().to_string());
+    let req = format!(
+        "GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: keepalive\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes())
+        .await
+        .map_err(|e| format!("write: {e}"))?;
     let mut buf = Vec::with_capacity(256);
     let mut chunk = [0u8; 256];
     // Read just the status line.
@@ -94,7 +109,9 @@ pub fn parse_status(buf: &[u8]) -> Option<u16> {
 
 mod tls {
     use std::sync::Arc;
-    use tokio_rustls::rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use tokio_rustls::rustls::client::danger::{
+        HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+    };
     use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
     use tokio_rustls::rustls::{self, DigitallySignedStruct, SignatureScheme};
 
@@ -120,7 +137,12 @@ mod tls {
             c: &CertificateDer<'_>,
             d: &DigitallySignedStruct,
         ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+            rustls::crypto::verify_tls12_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
         }
         fn verify_tls13_signature(
             &self,
@@ -128,7 +150,12 @@ mod tls {
             c: &CertificateDer<'_>,
             d: &DigitallySignedStruct,
         ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+            rustls::crypto::verify_tls13_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
         }
         fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
             self.0.signature_verification_algorithms.supported_schemes()
@@ -151,21 +178,34 @@ mod tls {
 pub async fn probe(hc: &HealthCheck) -> Result<(), String> {
     match hc.kind {
         CheckKind::Tcp => {
-            TcpStream::connect(hc.target()).await.map_err(|e| format!("connect: {e}"))?;
+            TcpStream::connect(hc.target())
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
             Ok(())
         }
         CheckKind::Http | CheckKind::Https => {
-            let s = TcpStream::connect(hc.target()).await.map_err(|e| format!("connect: {e}"))?;
+            let s = TcpStream::connect(hc.target())
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
             let code = if hc.kind == CheckKind::Https {
-                let name = hc.host.clone().unwrap_or_else(|| hc.target().ip().to_string());
+                let name = hc
+                    .host
+                    .clone()
+                    .unwrap_or_else(|| hc.target().ip().to_string());
                 let sn = tokio_rustls::rustls::pki_types::ServerName::try_from(name)
                     .map_err(|e| format!("server name: {e}"))?;
-                let tls = tls::connector()?.connect(sn, s).await.map_err(|e| format!("tls: {e}"))?;
+                let tls = tls::connector()?
+                    .connect(sn, s)
+                    .await
+                    .map_err(|e| format!("tls: {e}"))?;
                 http_exchange(tls, hc).await?
             } else {
                 http_exchange(s, hc).await?
             };
-            let want = hc.expected_status.as_ref().map_or(&[200u16][..], |s| &s.0[..]);
+            let want = hc
+                .expected_status
+                .as_ref()
+                .map_or(&[200u16][..], |s| &s.0[..]);
             if want.contains(&code) {
                 Ok(())
             } else {
@@ -173,7 +213,9 @@ pub async fn probe(hc: &HealthCheck) -> Result<(), String> {
             }
         }
         CheckKind::Exec => {
-            let Some(cmd) = &hc.command else { return Err("no command".into()) };
+            let Some(cmd) = &hc.command else {
+                return Err("no command".into());
+            };
             let status = tokio::process::Command::new(&cmd.0[0])
                 .args(&cmd.0[1..])
                 .env("KEEPALIVE_REAL_SERVER", hc.real_server.to_string())
@@ -209,7 +251,11 @@ pub async fn run(index: usize, hc: Arc<HealthCheck>, tx: mpsc::UnboundedSender<P
             Ok(r) => r,
             Err(_) => Err(format!("timeout after {} ms", hc.timeout_ms.0)),
         };
-        let p = Probe { index, ok: r.is_ok(), detail: r.err().unwrap_or_default() };
+        let p = Probe {
+            index,
+            ok: r.is_ok(),
+            detail: r.err().unwrap_or_default(),
+        };
         if tx.send(p).is_err() {
             return;
         }
@@ -266,9 +312,13 @@ mod tests {
         });
         let t = format!("health_checks:\n  - real_server: 127.0.0.1:{port}\n    type: tcp\n");
         assert_eq!(probe(&check(&t)).await, Ok(()));
-        let h = format!("health_checks:\n  - real_server: 127.0.0.1:{port}\n    type: http\n    path: /ok\n");
+        let h = format!(
+            "health_checks:\n  - real_server: 127.0.0.1:{port}\n    type: http\n    path: /ok\n"
+        );
         assert_eq!(probe(&check(&h)).await, Ok(()));
-        let h = format!("health_checks:\n  - real_server: 127.0.0.1:{port}\n    type: http\n    path: /bad\n");
+        let h = format!(
+            "health_checks:\n  - real_server: 127.0.0.1:{port}\n    type: http\n    path: /bad\n"
+        );
         assert!(probe(&check(&h)).await.unwrap_err().contains("503"));
         let h = format!(
             "health_checks:\n  - real_server: 127.0.0.1:{port}\n    type: http\n    path: /bad\n    expected_status: [503]\n"

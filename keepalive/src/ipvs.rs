@@ -40,15 +40,198 @@ pub struct NullBackend;
 impl IpvsBackend for NullBackend {
     fn apply(&mut self, doc: Option<&str>, down: &[DownDest]) -> anyhow::Result<()> {
         if doc.is_some() {
-            tracing::warn!(down = down.len(), "no IPVS backend: services/hosts not applied");
+            tracing::warn!(
+                down = down.len(),
+                "no IPVS backend: services/hosts not applied"
+            );
         }
         Ok(())
     }
     fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
-        tracing::debug!(?role, iface, syncid, "no IPVS backend: sync daemon not changed");
+        tracing::debug!(
+            ?role,
+            iface,
+            syncid,
+            "no IPVS backend: sync daemon not changed"
+        );
         Ok(())
     }
     fn sync_stop(&mut self) -> anyhow::Result<()> {
         Ok(())
+    }
+}
+
+/// The real thing: the `ipvsctl` library (IPVS generic netlink, the VMWLCH
+/// host map, plan/apply). The netlink socket is opened on first use and
+/// reopened after an error, so a daemon started before `ip_vs` is loaded
+/// recovers on the next apply.
+#[derive(Default)]
+pub struct IpvsctlBackend {
+    client: Option<ipvsctl::ipvs::Client>,
+}
+
+impl IpvsctlBackend {
+    fn client(&mut self) -> anyhow::Result<&mut ipvsctl::ipvs::Client> {
+        if self.client.is_none() {
+            self.client = Some(
+                ipvsctl::ipvs::Client::open().map_err(|e| anyhow::anyhow!("IPVS netlink: {e}"))?,
+            );
+        }
+        self.client
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("IPVS client unavailable"))
+    }
+
+    fn with_client<T>(
+        &mut self,
+        f: impl FnOnce(&mut ipvsctl::ipvs::Client) -> Result<T, ipvsctl::netlink::Error>,
+    ) -> anyhow::Result<T> {
+        let r = f(self.client()?);
+        if r.is_err() {
+            self.client = None;
+        }
+        r.map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+/// Apply health-check results to the desired state: failed destinations get
+/// weight 0 (quiesce) or are left out (remove).
+pub fn override_down(desired: &mut ipvsctl::config::Desired, down: &[DownDest]) {
+    use ipvsctl::ipvs::ServiceKey;
+    let Some(services) = desired.services.as_mut() else {
+        return;
+    };
+    for (svc, dests) in services.iter_mut() {
+        let vaddr = match svc.key {
+            ServiceKey::Addr { addr, port, .. } => Some(SocketAddr::new(addr, port)),
+            ServiceKey::Fwmark { .. } => None,
+        };
+        for dd in down {
+            if dd.service.is_some() && dd.service != vaddr {
+                continue;
+            }
+            let hit = |d: &ipvsctl::ipvs::Dest| d.addr == dd.dest.ip() && d.port == dd.dest.port();
+            match dd.action {
+                OnFailure::Quiesce => dests
+                    .iter_mut()
+                    .filter(|d| hit(d))
+                    .for_each(|d| d.weight = 0),
+                OnFailure::Remove => dests.retain(|d| !hit(d)),
+            }
+        }
+    }
+}
+
+impl IpvsBackend for IpvsctlBackend {
+    fn apply(&mut self, doc: Option<&str>, down: &[DownDest]) -> anyhow::Result<()> {
+        let Some(doc) = doc else { return Ok(()) };
+        let (_, mut desired) = ipvsctl::config::parse(doc).map_err(|errs| {
+            anyhow::anyhow!(
+                "{}",
+                errs.iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })?;
+        override_down(&mut desired, down);
+        let hosts = desired.hosts.is_some();
+        let current = self.with_client(|c| ipvsctl::config::read_current(c, hosts))?;
+        let plan = ipvsctl::config::plan(&desired, &current);
+        if plan.is_empty() {
+            return Ok(());
+        }
+        let report = self.with_client(|c| ipvsctl::config::apply(c, &plan))?;
+        if !report.ok() {
+            anyhow::bail!("IPVS apply incomplete:\n{report}");
+        }
+        tracing::info!(changes = report.done(), "IPVS configuration applied");
+        Ok(())
+    }
+
+    fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
+        use ipvsctl::ipvs::{DaemonState, SyncDaemon};
+        let want = match role {
+            SyncRole::Master => DaemonState::Master,
+            SyncRole::Backup => DaemonState::Backup,
+        };
+        let running = self.with_client(|c| c.daemons())?;
+        let mut have = false;
+        for d in running {
+            if d.state == want && d.mcast_ifn == iface && d.sync_id == u32::from(syncid) {
+                have = true;
+            } else {
+                self.with_client(|c| c.stop_daemon(d.state))?;
+            }
+        }
+        if !have {
+            let d = SyncDaemon {
+                state: want,
+                mcast_ifn: iface.to_string(),
+                sync_id: u32::from(syncid),
+                sync_maxlen: None,
+                mcast_group: None,
+                mcast_port: None,
+                mcast_ttl: None,
+            };
+            self.with_client(|c| c.start_daemon(&d))?;
+            tracing::info!(?role, iface, syncid, "IPVS sync daemon started");
+        }
+        Ok(())
+    }
+
+    fn sync_stop(&mut self) -> anyhow::Result<()> {
+        let running = self.with_client(|c| c.daemons())?;
+        for d in running {
+            self.with_client(|c| c.stop_daemon(d.state))?;
+        }
+        Ok(())
+    }
+}
+
+/// The backend for this configuration: ipvsctl when the file manages IPVS
+/// services, the host map or a sync daemon; otherwise nothing.
+pub fn default_backend(cfg: &crate::config::Config) -> Box<dyn IpvsBackend> {
+    let wants = cfg.services.is_some()
+        || cfg.hosts.is_some()
+        || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
+    if wants {
+        Box::new(IpvsctlBackend::default())
+    } else {
+        Box::new(NullBackend)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_overrides() {
+        let text = "services:\n  - protocol: tcp\n    address: 192.0.2.10\n    port: 80\n    dests:\n      - {address: 10.1.0.1, weight: 5}\n      - {address: 10.1.0.2, weight: 5}\n  - protocol: tcp\n    address: 192.0.2.10\n    port: 443\n    dests:\n      - {address: 10.1.0.1, weight: 5}\n";
+        let (_, mut d) = ipvsctl::config::parse(text).unwrap();
+        let down = [
+            DownDest {
+                dest: "10.1.0.1:80".parse().unwrap(),
+                service: None,
+                action: OnFailure::Quiesce,
+            },
+            DownDest {
+                dest: "10.1.0.2:80".parse().unwrap(),
+                service: Some("192.0.2.10:80".parse().unwrap()),
+                action: OnFailure::Remove,
+            },
+            DownDest {
+                dest: "10.1.0.1:443".parse().unwrap(),
+                service: Some("192.0.2.10:8080".parse().unwrap()),
+                action: OnFailure::Remove,
+            },
+        ];
+        override_down(&mut d, &down);
+        let s = d.services.unwrap();
+        assert_eq!(s[0].1.len(), 1);
+        assert_eq!(s[0].1[0].weight, 0);
+        assert_eq!(s[1].1.len(), 1);
+        assert_eq!(s[1].1[0].weight, 5);
     }
 }

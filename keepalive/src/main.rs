@@ -1,1 +1,110 @@
-fn main() {}
+//! `keepalive -c FILE`: VRRPv3 failover daemon for IPVS front ends.
+//!
+//! Exit codes: 0 normal stop (or `--check` passed), 1 runtime error,
+//! 2 invalid command line or configuration.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use keepalive::config::Config;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "keepalive",
+    version,
+    about = "VRRPv3 front-end failover for IPVS directors"
+)]
+struct Args {
+    /// Configuration file (YAML).
+    #[arg(
+        short = 'c',
+        long = "config",
+        default_value = "/etc/keepalive/keepalive.yaml"
+    )]
+    config: PathBuf,
+    /// Validate the configuration and exit.
+    #[arg(long)]
+    check: bool,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+    /// Log filter (tracing env-filter syntax); overrides RUST_LOG.
+    #[arg(long)]
+    log_level: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let filter = args
+        .log_level
+        .clone()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| "info".into());
+    let filter = match tracing_subscriber::EnvFilter::try_new(&filter) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("keepalive: invalid log filter {filter:?}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+
+    let cfg = match Config::load(&args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("keepalive: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check {
+        println!(
+            "{}: OK ({} VRRP instance(s), {} health check(s){})",
+            args.config.display(),
+            cfg.vrrp.len(),
+            cfg.health_checks.len(),
+            if cfg.services.is_some() || cfg.hosts.is_some() {
+                ", IPVS services/hosts"
+            } else {
+                ""
+            }
+        );
+        return ExitCode::SUCCESS;
+    }
+
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("keepalive: cannot start runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let backend = keepalive::ipvs::default_backend(&cfg);
+    let result = rt.block_on(async move {
+        let d = keepalive::daemon::Daemon::new(cfg, args.config.clone(), backend)?;
+        d.run().await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "fatal");
+            eprintln!("keepalive: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

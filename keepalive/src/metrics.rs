@@ -39,7 +39,9 @@ pub struct Stats {
 pub type Shared = Arc<Mutex<Stats>>;
 
 fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 impl Stats {
@@ -50,22 +52,47 @@ impl Stats {
     /// Render in the Prometheus text exposition format.
     pub fn render(&self) -> String {
         let mut o = String::new();
-        let _ = writeln!(o, "# HELP keepalive_vrrp_state VRRP state of the instance (1 for the current state).");
+        let _ = writeln!(
+            o,
+            "# HELP keepalive_vrrp_state VRRP state of the instance (1 for the current state)."
+        );
         let _ = writeln!(o, "# TYPE keepalive_vrrp_state gauge");
         for (n, i) in &self.instances {
             for s in ["init", "backup", "master"] {
-                let _ = writeln!(o, "keepalive_vrrp_state{{instance=\"{}\",state=\"{s}\"}} {}", esc(n), u8::from(i.state == s));
+                let _ = writeln!(
+                    o,
+                    "keepalive_vrrp_state{{instance=\"{}\",state=\"{s}\"}} {}",
+                    esc(n),
+                    u8::from(i.state == s)
+                );
             }
         }
         let _ = writeln!(o, "# HELP keepalive_vrrp_priority Current priority.");
         let _ = writeln!(o, "# TYPE keepalive_vrrp_priority gauge");
         for (n, i) in &self.instances {
-            let _ = writeln!(o, "keepalive_vrrp_priority{{instance=\"{}\"}} {}", esc(n), i.priority);
+            let _ = writeln!(
+                o,
+                "keepalive_vrrp_priority{{instance=\"{}\"}} {}",
+                esc(n),
+                i.priority
+            );
         }
         for (metric, help, get) in [
-            ("keepalive_vrrp_transitions_total", "State transitions.", (|i: &InstanceStats| i.transitions) as fn(&InstanceStats) -> u64),
-            ("keepalive_vrrp_adverts_sent_total", "Advertisements sent.", |i| i.adverts_sent),
-            ("keepalive_vrrp_adverts_received_total", "Valid advertisements received.", |i| i.adverts_received),
+            (
+                "keepalive_vrrp_transitions_total",
+                "State transitions.",
+                (|i: &InstanceStats| i.transitions) as fn(&InstanceStats) -> u64,
+            ),
+            (
+                "keepalive_vrrp_adverts_sent_total",
+                "Advertisements sent.",
+                |i| i.adverts_sent,
+            ),
+            (
+                "keepalive_vrrp_adverts_received_total",
+                "Valid advertisements received.",
+                |i| i.adverts_received,
+            ),
         ] {
             let _ = writeln!(o, "# HELP {metric} {help}");
             let _ = writeln!(o, "# TYPE {metric} counter");
@@ -73,30 +100,65 @@ impl Stats {
                 let _ = writeln!(o, "{metric}{{instance=\"{}\"}} {}", esc(n), get(i));
             }
         }
-        let _ = writeln!(o, "# HELP keepalive_vrrp_adverts_invalid_total Advertisements dropped, by reason.");
+        let _ = writeln!(
+            o,
+            "# HELP keepalive_vrrp_adverts_invalid_total Advertisements dropped, by reason."
+        );
         let _ = writeln!(o, "# TYPE keepalive_vrrp_adverts_invalid_total counter");
         for (n, i) in &self.instances {
             for (r, c) in &i.invalid {
-                let _ = writeln!(o, "keepalive_vrrp_adverts_invalid_total{{instance=\"{}\",reason=\"{r}\"}} {c}", esc(n));
+                let _ = writeln!(
+                    o,
+                    "keepalive_vrrp_adverts_invalid_total{{instance=\"{}\",reason=\"{r}\"}} {c}",
+                    esc(n)
+                );
             }
         }
         for ((ifname, r), c) in &self.invalid {
-            let _ = writeln!(o, "keepalive_vrrp_adverts_invalid_total{{interface=\"{}\",reason=\"{r}\"}} {c}", esc(ifname));
+            let _ = writeln!(
+                o,
+                "keepalive_vrrp_adverts_invalid_total{{interface=\"{}\",reason=\"{r}\"}} {c}",
+                esc(ifname)
+            );
         }
-        let _ = writeln!(o, "# HELP keepalive_check_up Health check state of the real server (1 up, 0 down).");
+        let _ = writeln!(
+            o,
+            "# HELP keepalive_check_up Health check state of the real server (1 up, 0 down)."
+        );
         let _ = writeln!(o, "# TYPE keepalive_check_up gauge");
         for (n, c) in &self.checks {
-            let _ = writeln!(o, "keepalive_check_up{{check=\"{}\"}} {}", esc(n), u8::from(c.up));
+            let _ = writeln!(
+                o,
+                "keepalive_check_up{{check=\"{}\"}} {}",
+                esc(n),
+                u8::from(c.up)
+            );
         }
-        let _ = writeln!(o, "# HELP keepalive_check_failures_total Failed health check probes.");
+        let _ = writeln!(
+            o,
+            "# HELP keepalive_check_failures_total Failed health check probes."
+        );
         let _ = writeln!(o, "# TYPE keepalive_check_failures_total counter");
         for (n, c) in &self.checks {
-            let _ = writeln!(o, "keepalive_check_failures_total{{check=\"{}\"}} {}", esc(n), c.failures);
+            let _ = writeln!(
+                o,
+                "keepalive_check_failures_total{{check=\"{}\"}} {}",
+                esc(n),
+                c.failures
+            );
         }
-        let _ = writeln!(o, "# HELP keepalive_check_transitions_total Up/down changes of the real server.");
+        let _ = writeln!(
+            o,
+            "# HELP keepalive_check_transitions_total Up/down changes of the real server."
+        );
         let _ = writeln!(o, "# TYPE keepalive_check_transitions_total counter");
         for (n, c) in &self.checks {
-            let _ = writeln!(o, "keepalive_check_transitions_total{{check=\"{}\"}} {}", esc(n), c.transitions);
+            let _ = writeln!(
+                o,
+                "keepalive_check_transitions_total{{check=\"{}\"}} {}",
+                esc(n),
+                c.transitions
+            );
         }
         let _ = writeln!(o, "# HELP keepalive_reloads_total Configuration reloads.");
         let _ = writeln!(o, "# TYPE keepalive_reloads_total counter");
@@ -108,11 +170,14 @@ impl Stats {
 /// Serve `GET /metrics` (any path answers the same) until the task is dropped.
 pub async fn serve(listener: TcpListener, stats: Shared) {
     loop {
-        let Ok((mut conn, _)) = listener.accept().await else { continue };
+        let Ok((mut conn, _)) = listener.accept().await else {
+            continue;
+        };
         let stats = stats.clone();
         tokio::spawn(async move {
             let mut buf = [0u8; 2048];
-            let read = tokio::time::timeout(std::time::Duration::from_secs(2), conn.read(&mut buf)).await;
+            let read =
+                tokio::time::timeout(std::time::Duration::from_secs(2), conn.read(&mut buf)).await;
             let n = match read {
                 Ok(Ok(n)) => n,
                 _ => return,
@@ -147,21 +212,47 @@ mod tests {
         let mut s = Stats::default();
         s.instances.insert(
             "VI_1".into(),
-            InstanceStats { state: "master", priority: 150, transitions: 2, adverts_sent: 10, ..Default::default() },
+            InstanceStats {
+                state: "master",
+                priority: 150,
+                transitions: 2,
+                adverts_sent: 10,
+                ..Default::default()
+            },
         );
-        s.instances.get_mut("VI_1").unwrap().invalid.insert("bad_ttl", 3);
+        s.instances
+            .get_mut("VI_1")
+            .unwrap()
+            .invalid
+            .insert("bad_ttl", 3);
         s.count_invalid("eth0", "too_short");
-        s.checks.insert("tcp:10.0.0.1:80".into(), CheckStats { up: true, failures: 1, transitions: 0 });
+        s.checks.insert(
+            "tcp:10.0.0.1:80".into(),
+            CheckStats {
+                up: true,
+                failures: 1,
+                transitions: 0,
+            },
+        );
         let t = s.render();
         assert!(t.contains("keepalive_vrrp_state{instance=\"VI_1\",state=\"master\"} 1"));
         assert!(t.contains("keepalive_vrrp_state{instance=\"VI_1\",state=\"backup\"} 0"));
         assert!(t.contains("keepalive_vrrp_adverts_sent_total{instance=\"VI_1\"} 10"));
-        assert!(t.contains("keepalive_vrrp_adverts_invalid_total{instance=\"VI_1\",reason=\"bad_ttl\"} 3"));
-        assert!(t.contains("keepalive_vrrp_adverts_invalid_total{interface=\"eth0\",reason=\"too_short\"} 1"));
+        assert!(t.contains(
+            "keepalive_vrrp_adverts_invalid_total{instance=\"VI_1\",reason=\"bad_ttl\"} 3"
+        ));
+        assert!(t.contains(
+            "keepalive_vrrp_adverts_invalid_total{interface=\"eth0\",reason=\"too_short\"} 1"
+        ));
         assert!(t.contains("keepalive_check_up{check=\"tcp:10.0.0.1:80\"} 1"));
         // every sample line is "name{labels} value" or a comment
         for l in t.lines() {
-            assert!(l.starts_with('#') || l.rsplit_once(' ').is_some_and(|(_, v)| v.parse::<f64>().is_ok()), "{l}");
+            assert!(
+                l.starts_with('#')
+                    || l.rsplit_once(' ')
+                        .is_some_and(|(_, v)| v.parse::<f64>().is_ok()),
+                "{l}"
+            );
         }
     }
 }

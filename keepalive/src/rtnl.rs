@@ -52,7 +52,11 @@ impl Rtnl {
         Ok(Rtnl { sock, seq: 0 })
     }
 
-    fn request(&mut self, msg: RouteNetlinkMessage, flags: u16) -> io::Result<Vec<RouteNetlinkMessage>> {
+    fn request(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+    ) -> io::Result<Vec<RouteNetlinkMessage>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let mut header = NetlinkHeader::default();
@@ -101,8 +105,9 @@ impl Rtnl {
 
     /// Look an interface up by name.
     pub fn link(&mut self, name: &str) -> io::Result<Link> {
-        let index = nix::net::if_::if_nametoindex(name)
-            .map_err(|e| io::Error::new(io::ErrorKind::NotFound, format!("interface {name}: {e}")))?;
+        let index = nix::net::if_::if_nametoindex(name).map_err(|e| {
+            io::Error::new(io::ErrorKind::NotFound, format!("interface {name}: {e}"))
+        })?;
         let mut msg = LinkMessage::default();
         msg.header.index = index;
         let r = self.request(RouteNetlinkMessage::GetLink(msg), 0)?;
@@ -116,20 +121,33 @@ impl Rtnl {
                     }
                     _ => None,
                 });
-                return Ok(Link { index, mac, up: l.header.flags.contains(LinkFlags::Up) });
+                return Ok(Link {
+                    index,
+                    mac,
+                    up: l.header.flags.contains(LinkFlags::Up),
+                });
             }
         }
-        Err(io::Error::new(io::ErrorKind::NotFound, format!("interface {name}: no link message")))
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("interface {name}: no link message"),
+        ))
     }
 
     /// All addresses of one family on an interface, in kernel order (primary first).
     pub fn addrs(&mut self, index: u32, v6: bool) -> io::Result<Vec<Addr>> {
         let mut msg = AddressMessage::default();
-        msg.header.family = if v6 { AddressFamily::Inet6 } else { AddressFamily::Inet };
+        msg.header.family = if v6 {
+            AddressFamily::Inet6
+        } else {
+            AddressFamily::Inet
+        };
         let r = self.request(RouteNetlinkMessage::GetAddress(msg), NLM_F_DUMP)?;
         let mut out = Vec::new();
         for m in r {
-            let RouteNetlinkMessage::NewAddress(a) = m else { continue };
+            let RouteNetlinkMessage::NewAddress(a) = m else {
+                continue;
+            };
             if a.header.index != index {
                 continue;
             }
@@ -162,17 +180,26 @@ impl Rtnl {
 
     fn addr_msg(index: u32, c: &Cidr) -> AddressMessage {
         let mut msg = AddressMessage::default();
-        msg.header.family = if c.addr.is_ipv6() { AddressFamily::Inet6 } else { AddressFamily::Inet };
+        msg.header.family = if c.addr.is_ipv6() {
+            AddressFamily::Inet6
+        } else {
+            AddressFamily::Inet
+        };
         msg.header.prefix_len = c.prefix;
         msg.header.index = index;
         let link_local = matches!(c.addr, IpAddr::V6(a) if a.segments()[0] & 0xffc0 == 0xfe80);
-        msg.header.scope = if link_local { AddressScope::Link } else { AddressScope::Universe };
+        msg.header.scope = if link_local {
+            AddressScope::Link
+        } else {
+            AddressScope::Universe
+        };
         msg.attributes.push(AddressAttribute::Local(c.addr));
         if c.addr.is_ipv6() {
             // No duplicate address detection: the VIP must be usable at once
             // (keepalived does the same).
             msg.header.flags = AddressHeaderFlags::Nodad;
-            msg.attributes.push(AddressAttribute::Flags(AddressFlags::Nodad));
+            msg.attributes
+                .push(AddressAttribute::Flags(AddressFlags::Nodad));
         } else {
             msg.attributes.push(AddressAttribute::Address(c.addr));
         }
@@ -182,7 +209,10 @@ impl Rtnl {
     /// Add an address; an address that is already there is not an error.
     pub fn add_addr(&mut self, index: u32, c: &Cidr) -> io::Result<()> {
         let m = Self::addr_msg(index, c);
-        match self.request(RouteNetlinkMessage::NewAddress(m), NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL) {
+        match self.request(
+            RouteNetlinkMessage::NewAddress(m),
+            NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+        ) {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
             r => r.map(|_| ()),
         }
@@ -192,7 +222,12 @@ impl Rtnl {
     pub fn del_addr(&mut self, index: u32, c: &Cidr) -> io::Result<()> {
         let m = Self::addr_msg(index, c);
         match self.request(RouteNetlinkMessage::DelAddress(m), NLM_F_ACK) {
-            Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) || e.raw_os_error() == Some(libc::ENODEV) => Ok(()),
+            Err(e)
+                if e.raw_os_error() == Some(libc::EADDRNOTAVAIL)
+                    || e.raw_os_error() == Some(libc::ENODEV) =>
+            {
+                Ok(())
+            }
             r => r.map(|_| ()),
         }
     }

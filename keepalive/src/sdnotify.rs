@@ -4,8 +4,12 @@ use std::os::unix::net::UnixDatagram;
 
 /// Send a state string such as `READY=1`. No-op without `NOTIFY_SOCKET`.
 pub fn notify(state: &str) {
-    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return };
-    let Ok(sock) = UnixDatagram::unbound() else { return };
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let Ok(sock) = UnixDatagram::unbound() else {
+        return;
+    };
     let bytes = path.as_encoded_bytes();
     let r = if let Some(abstract_name) = bytes.strip_prefix(b"@") {
         use std::os::linux::net::SocketAddrExt;

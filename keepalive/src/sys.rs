@@ -21,7 +21,13 @@ fn setopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> io::R
     // SAFETY: `val` points to a live, initialised T of the given size for the
     // duration of the call; the kernel copies it and keeps no reference.
     let r = unsafe {
-        libc::setsockopt(fd, level, name, (val as *const T).cast(), mem::size_of::<T>() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (val as *const T).cast(),
+            mem::size_of::<T>() as libc::socklen_t,
+        )
     };
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -32,7 +38,13 @@ fn setopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> io::R
 
 fn raw_socket(family: AddressFamily, ty: SockType, proto: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: plain socket(2) call; the returned descriptor is owned by us.
-    let fd = unsafe { libc::socket(family as libc::c_int, ty as libc::c_int | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, proto) };
+    let fd = unsafe {
+        libc::socket(
+            family as libc::c_int,
+            ty as libc::c_int | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            proto,
+        )
+    };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -70,7 +82,11 @@ impl VrrpSocket {
     /// IPv4: we build the IP header ourselves (IP_HDRINCL) so that the source
     /// address, TTL 255 and the pseudo-header checksum agree exactly.
     pub fn open_v4(ifname: &str, ifindex: u32, join: bool) -> io::Result<VrrpSocket> {
-        let fd = raw_socket(AddressFamily::Inet, SockType::Raw, libc::c_int::from(IPPROTO_VRRP))?;
+        let fd = raw_socket(
+            AddressFamily::Inet,
+            SockType::Raw,
+            libc::c_int::from(IPPROTO_VRRP),
+        )?;
         bind_device(&fd, ifname)?;
         let raw = fd.as_raw_fd();
         setopt(raw, libc::IPPROTO_IP, libc::IP_HDRINCL, &1i32)?;
@@ -78,7 +94,9 @@ impl VrrpSocket {
         ns::setsockopt(&fd, sockopt::IpMulticastTtl, &255u8)?;
         let _ = setopt(raw, libc::IPPROTO_IP, libc::IP_MULTICAST_ALL, &0i32);
         let mreqn = libc::ip_mreqn {
-            imr_multiaddr: libc::in_addr { s_addr: u32::from(crate::vrrp::packet::MCAST_V4).to_be() },
+            imr_multiaddr: libc::in_addr {
+                s_addr: u32::from(crate::vrrp::packet::MCAST_V4).to_be(),
+            },
             imr_address: libc::in_addr { s_addr: 0 },
             imr_ifindex: ifindex as libc::c_int,
         };
@@ -86,28 +104,47 @@ impl VrrpSocket {
         if join {
             setopt(raw, libc::IPPROTO_IP, libc::IP_ADD_MEMBERSHIP, &mreqn)?;
         }
-        Ok(VrrpSocket { fd, v6: false, ifindex })
+        Ok(VrrpSocket {
+            fd,
+            v6: false,
+            ifindex,
+        })
     }
 
     pub fn open_v6(ifname: &str, ifindex: u32, join: bool) -> io::Result<VrrpSocket> {
-        let fd = raw_socket(AddressFamily::Inet6, SockType::Raw, libc::c_int::from(IPPROTO_VRRP))?;
+        let fd = raw_socket(
+            AddressFamily::Inet6,
+            SockType::Raw,
+            libc::c_int::from(IPPROTO_VRRP),
+        )?;
         bind_device(&fd, ifname)?;
         let raw = fd.as_raw_fd();
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_LOOP, &0i32)?;
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_HOPS, &255i32)?;
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, &255i32)?;
-        setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_IF, &(ifindex as libc::c_int))?;
+        setopt(
+            raw,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MULTICAST_IF,
+            &(ifindex as libc::c_int),
+        )?;
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, &1i32)?;
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, &1i32)?;
         let _ = setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_ALL, &0i32);
         if join {
             let mreq = libc::ipv6_mreq {
-                ipv6mr_multiaddr: libc::in6_addr { s6_addr: crate::vrrp::packet::MCAST_V6.octets() },
+                ipv6mr_multiaddr: libc::in6_addr {
+                    s6_addr: crate::vrrp::packet::MCAST_V6.octets(),
+                },
                 ipv6mr_interface: ifindex,
             };
             setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_ADD_MEMBERSHIP, &mreq)?;
         }
-        Ok(VrrpSocket { fd, v6: true, ifindex })
+        Ok(VrrpSocket {
+            fd,
+            v6: true,
+            ifindex,
+        })
     }
 
     /// IPv4: read one whole IP packet (header included).
@@ -126,7 +163,10 @@ impl VrrpSocket {
     pub fn recv_v6(&self, buf: &mut [u8]) -> io::Result<RecvV6> {
         let mut src: libc::sockaddr_in6 = unsafe_zeroed();
         let mut cbuf = [0u64; 16]; // 128 bytes, aligned for cmsghdr
-        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
         let mut msg: libc::msghdr = unsafe_zeroed();
         msg.msg_name = (&mut src as *mut libc::sockaddr_in6).cast();
         msg.msg_namelen = mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
@@ -140,7 +180,12 @@ impl VrrpSocket {
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut out = RecvV6 { len: n as usize, src: Ipv6Addr::from(src.sin6_addr.s6_addr), dst: None, hops: None };
+        let mut out = RecvV6 {
+            len: n as usize,
+            src: Ipv6Addr::from(src.sin6_addr.s6_addr),
+            dst: None,
+            hops: None,
+        };
         // SAFETY: the kernel filled msg_control with msg_controllen bytes of
         // well-formed cmsgs; CMSG_* only walk within that range.
         unsafe {
@@ -174,12 +219,27 @@ fn unsafe_zeroed<T>() -> T {
 }
 
 fn send6(fd: &OwnedFd, data: &[u8], src: Ipv6Addr, dst: Ipv6Addr, ifindex: u32) -> io::Result<()> {
-    let pi = libc::in6_pktinfo { ipi6_addr: libc::in6_addr { s6_addr: src.octets() }, ipi6_ifindex: ifindex };
-    let scope = if dst.segments()[0] & 0xff00 == 0xff00 || dst.segments()[0] & 0xffc0 == 0xfe80 { ifindex } else { 0 };
+    let pi = libc::in6_pktinfo {
+        ipi6_addr: libc::in6_addr {
+            s6_addr: src.octets(),
+        },
+        ipi6_ifindex: ifindex,
+    };
+    let scope = if dst.segments()[0] & 0xff00 == 0xff00 || dst.segments()[0] & 0xffc0 == 0xfe80 {
+        ifindex
+    } else {
+        0
+    };
     let sa = ns::SockaddrIn6::from(std::net::SocketAddrV6::new(dst, 0, 0, scope));
     let iov = [io::IoSlice::new(data)];
     let cmsg = [ns::ControlMessage::Ipv6PacketInfo(&pi)];
-    ns::sendmsg(fd.as_raw_fd(), &iov, &cmsg, ns::MsgFlags::empty(), Some(&sa))?;
+    ns::sendmsg(
+        fd.as_raw_fd(),
+        &iov,
+        &cmsg,
+        ns::MsgFlags::empty(),
+        Some(&sa),
+    )?;
     Ok(())
 }
 
@@ -227,7 +287,12 @@ pub struct Icmp6Socket {
 
 impl Icmp6Socket {
     pub fn open() -> io::Result<Icmp6Socket> {
-        let fd = ns::socket(AddressFamily::Inet6, SockType::Raw, SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK, SockProtocol::IcmpV6)?;
+        let fd = ns::socket(
+            AddressFamily::Inet6,
+            SockType::Raw,
+            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+            SockProtocol::IcmpV6,
+        )?;
         let raw = fd.as_raw_fd();
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_HOPS, &255i32)?;
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, &255i32)?;

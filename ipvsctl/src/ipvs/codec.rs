@@ -30,7 +30,11 @@ pub fn service_key_attrs(key: &ServiceKey) -> Vec<Attr> {
     let mut v = vec![Attr::U16(IPVS_SVC_ATTR_AF, key.family().to_af())];
     match key {
         ServiceKey::Fwmark { mark, .. } => v.push(Attr::U32(IPVS_SVC_ATTR_FWMARK, *mark)),
-        ServiceKey::Addr { protocol, addr, port } => {
+        ServiceKey::Addr {
+            protocol,
+            addr,
+            port,
+        } => {
             v.push(Attr::U16(IPVS_SVC_ATTR_PROTOCOL, protocol.number()));
             v.push(Attr::Bytes(IPVS_SVC_ATTR_ADDR, addr_to_bytes16(addr)));
             v.push(Attr::Be16(IPVS_SVC_ATTR_PORT, *port));
@@ -53,7 +57,10 @@ pub fn service_attrs(svc: &Service) -> Vec<Attr> {
     f.extend_from_slice(&u32::MAX.to_ne_bytes());
     v.push(Attr::Bytes(IPVS_SVC_ATTR_FLAGS, f));
     v.push(Attr::U32(IPVS_SVC_ATTR_TIMEOUT, svc.timeout));
-    v.push(Attr::Bytes(IPVS_SVC_ATTR_NETMASK, svc.netmask.to_wire().to_vec()));
+    v.push(Attr::Bytes(
+        IPVS_SVC_ATTR_NETMASK,
+        svc.netmask.to_wire().to_vec(),
+    ));
     v
 }
 
@@ -66,7 +73,10 @@ pub fn dest_attrs(d: &Dest, full: bool) -> Vec<Attr> {
         Attr::Be16(IPVS_DEST_ATTR_PORT, d.port),
     ];
     if full {
-        v.push(Attr::U32(IPVS_DEST_ATTR_FWD_METHOD, d.fwd.to_raw() & IP_VS_CONN_F_FWD_MASK));
+        v.push(Attr::U32(
+            IPVS_DEST_ATTR_FWD_METHOD,
+            d.fwd.to_raw() & IP_VS_CONN_F_FWD_MASK,
+        ));
         v.push(Attr::U32(IPVS_DEST_ATTR_WEIGHT, d.weight));
         v.push(Attr::U8(IPVS_DEST_ATTR_TUN_TYPE, d.tun_type.to_raw()));
         v.push(Attr::Be16(IPVS_DEST_ATTR_TUN_PORT, d.tun_port));
@@ -94,8 +104,14 @@ pub fn daemon_attrs(d: &SyncDaemon) -> Vec<Attr> {
         v.push(Attr::U8(IPVS_DAEMON_ATTR_MCAST_TTL, t));
     }
     match d.mcast_group {
-        Some(IpAddr::V6(g)) => v.push(Attr::Bytes(IPVS_DAEMON_ATTR_MCAST_GROUP6, g.octets().to_vec())),
-        Some(IpAddr::V4(g)) => v.push(Attr::Bytes(IPVS_DAEMON_ATTR_MCAST_GROUP, g.octets().to_vec())),
+        Some(IpAddr::V6(g)) => v.push(Attr::Bytes(
+            IPVS_DAEMON_ATTR_MCAST_GROUP6,
+            g.octets().to_vec(),
+        )),
+        Some(IpAddr::V4(g)) => v.push(Attr::Bytes(
+            IPVS_DAEMON_ATTR_MCAST_GROUP,
+            g.octets().to_vec(),
+        )),
         None => {}
     }
     v
@@ -103,19 +119,31 @@ pub fn daemon_attrs(d: &SyncDaemon) -> Vec<Attr> {
 
 /// `IPVS_CMD_NEW_SERVICE`.
 pub fn new_service(svc: &Service) -> IpvsMsg {
-    IpvsMsg::new(IPVS_CMD_NEW_SERVICE, vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_attrs(svc))])
+    IpvsMsg::new(
+        IPVS_CMD_NEW_SERVICE,
+        vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_attrs(svc))],
+    )
 }
 /// `IPVS_CMD_SET_SERVICE` (full replace).
 pub fn set_service(svc: &Service) -> IpvsMsg {
-    IpvsMsg::new(IPVS_CMD_SET_SERVICE, vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_attrs(svc))])
+    IpvsMsg::new(
+        IPVS_CMD_SET_SERVICE,
+        vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_attrs(svc))],
+    )
 }
 /// `IPVS_CMD_DEL_SERVICE`.
 pub fn del_service(key: &ServiceKey) -> IpvsMsg {
-    IpvsMsg::new(IPVS_CMD_DEL_SERVICE, vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(key))])
+    IpvsMsg::new(
+        IPVS_CMD_DEL_SERVICE,
+        vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(key))],
+    )
 }
 /// `IPVS_CMD_GET_SERVICE` for one service (doit).
 pub fn get_service(key: &ServiceKey) -> IpvsMsg {
-    IpvsMsg::new(IPVS_CMD_GET_SERVICE, vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(key))])
+    IpvsMsg::new(
+        IPVS_CMD_GET_SERVICE,
+        vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(key))],
+    )
 }
 /// `IPVS_CMD_GET_SERVICE` dump.
 pub fn dump_services() -> IpvsMsg {
@@ -123,7 +151,10 @@ pub fn dump_services() -> IpvsMsg {
 }
 /// `IPVS_CMD_GET_DEST` dump of one service.
 pub fn dump_dests(key: &ServiceKey) -> IpvsMsg {
-    IpvsMsg::new(IPVS_CMD_GET_DEST, vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(key))])
+    IpvsMsg::new(
+        IPVS_CMD_GET_DEST,
+        vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(key))],
+    )
 }
 fn dest_cmd(cmd: u8, key: &ServiceKey, d: &Dest, full: bool) -> IpvsMsg {
     IpvsMsg::new(
@@ -152,7 +183,9 @@ pub fn flush() -> IpvsMsg {
 }
 /// `IPVS_CMD_ZERO` (all services when `key` is `None`).
 pub fn zero(key: Option<&ServiceKey>) -> IpvsMsg {
-    let attrs = key.map(|k| vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(k))]).unwrap_or_default();
+    let attrs = key
+        .map(|k| vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, service_key_attrs(k))])
+        .unwrap_or_default();
     IpvsMsg::new(IPVS_CMD_ZERO, attrs)
 }
 /// `IPVS_CMD_SET_CONFIG` with the three timeouts (0 = unchanged).
@@ -176,13 +209,19 @@ pub fn get_info() -> IpvsMsg {
 }
 /// `IPVS_CMD_NEW_DAEMON`.
 pub fn new_daemon(d: &SyncDaemon) -> IpvsMsg {
-    IpvsMsg::new(IPVS_CMD_NEW_DAEMON, vec![Attr::Nested(IPVS_CMD_ATTR_DAEMON, daemon_attrs(d))])
+    IpvsMsg::new(
+        IPVS_CMD_NEW_DAEMON,
+        vec![Attr::Nested(IPVS_CMD_ATTR_DAEMON, daemon_attrs(d))],
+    )
 }
 /// `IPVS_CMD_DEL_DAEMON`.
 pub fn del_daemon(state: DaemonState) -> IpvsMsg {
     IpvsMsg::new(
         IPVS_CMD_DEL_DAEMON,
-        vec![Attr::Nested(IPVS_CMD_ATTR_DAEMON, vec![Attr::U32(IPVS_DAEMON_ATTR_STATE, state.to_raw())])],
+        vec![Attr::Nested(
+            IPVS_CMD_ATTR_DAEMON,
+            vec![Attr::U32(IPVS_DAEMON_ATTR_STATE, state.to_raw())],
+        )],
     )
 }
 /// `IPVS_CMD_GET_DAEMON` dump.
@@ -193,9 +232,7 @@ pub fn dump_daemons() -> IpvsMsg {
 /// Decode `STATS`/`STATS64` nested attributes (`wide` = 64-bit counters).
 pub fn parse_stats(a: &Attrs<'_>, wide: bool) -> Result<Stats, Error> {
     let get = |k: u16| -> Result<u64, Error> {
-        if wide {
-            Ok(a.u64(k)?.unwrap_or(0))
-        } else if k == IPVS_STATS_ATTR_INBYTES || k == IPVS_STATS_ATTR_OUTBYTES {
+        if wide || k == IPVS_STATS_ATTR_INBYTES || k == IPVS_STATS_ATTR_OUTBYTES {
             Ok(a.u64(k)?.unwrap_or(0))
         } else {
             Ok(a.u32(k)?.unwrap_or(0) as u64)
@@ -227,14 +264,23 @@ fn parse_any_stats(a: &Attrs<'_>, k64: u16, k32: u16) -> Result<Stats, Error> {
 
 /// Decode the SERVICE nest of a message.
 pub fn parse_service(a: &Attrs<'_>) -> Result<Service, Error> {
-    let af = a.u16(IPVS_SVC_ATTR_AF)?.ok_or_else(|| Error::Decode("service without AF".into()))?;
-    let family = Family::from_af(af).ok_or_else(|| Error::Decode(format!("service with unknown AF {af}")))?;
+    let af = a
+        .u16(IPVS_SVC_ATTR_AF)?
+        .ok_or_else(|| Error::Decode("service without AF".into()))?;
+    let family = Family::from_af(af)
+        .ok_or_else(|| Error::Decode(format!("service with unknown AF {af}")))?;
     let key = if let Some(mark) = a.u32(IPVS_SVC_ATTR_FWMARK)?.filter(|m| *m != 0) {
         ServiceKey::Fwmark { family, mark }
     } else {
-        let protocol = a.u16(IPVS_SVC_ATTR_PROTOCOL)?.ok_or_else(|| Error::Decode("service without protocol".into()))?;
-        let addr = a.get(IPVS_SVC_ATTR_ADDR).ok_or_else(|| Error::Decode("service without address".into()))?;
-        let port = a.be16(IPVS_SVC_ATTR_PORT)?.ok_or_else(|| Error::Decode("service without port".into()))?;
+        let protocol = a
+            .u16(IPVS_SVC_ATTR_PROTOCOL)?
+            .ok_or_else(|| Error::Decode("service without protocol".into()))?;
+        let addr = a
+            .get(IPVS_SVC_ATTR_ADDR)
+            .ok_or_else(|| Error::Decode("service without address".into()))?;
+        let port = a
+            .be16(IPVS_SVC_ATTR_PORT)?
+            .ok_or_else(|| Error::Decode("service without port".into()))?;
         ServiceKey::Addr {
             protocol: Protocol::from_number(protocol),
             addr: addr_from_bytes(family == Family::Inet6, addr)?,
@@ -247,7 +293,9 @@ pub fn parse_service(a: &Attrs<'_>) -> Result<Service, Error> {
             let m = u32::from_ne_bytes([v[4], v[5], v[6], v[7]]);
             f & m & !IP_VS_SVC_F_HASHED
         }
-        Some(v) if v.len() >= 4 => u32::from_ne_bytes([v[0], v[1], v[2], v[3]]) & !IP_VS_SVC_F_HASHED,
+        Some(v) if v.len() >= 4 => {
+            u32::from_ne_bytes([v[0], v[1], v[2], v[3]]) & !IP_VS_SVC_F_HASHED
+        }
         _ => 0,
     };
     let netmask = match a.raw4(IPVS_SVC_ATTR_NETMASK)? {
@@ -272,7 +320,9 @@ pub fn parse_dest(a: &Attrs<'_>, svc_family: Family) -> Result<Dest, Error> {
         Some(af) => Family::from_af(af).unwrap_or(svc_family),
         None => svc_family,
     };
-    let addr = a.get(IPVS_DEST_ATTR_ADDR).ok_or_else(|| Error::Decode("destination without address".into()))?;
+    let addr = a
+        .get(IPVS_DEST_ATTR_ADDR)
+        .ok_or_else(|| Error::Decode("destination without address".into()))?;
     Ok(Dest {
         addr: addr_from_bytes(family == Family::Inet6, addr)?,
         port: a.be16(IPVS_DEST_ATTR_PORT)?.unwrap_or(0),
@@ -372,9 +422,12 @@ mod tests {
 
     #[test]
     fn golden_fwmark_v6_service_with_pe() {
-        let mut s = Service::new(ServiceKey::Fwmark { family: Family::Inet6, mark: 7 })
-            .with_scheduler("rr")
-            .with_persistence(360);
+        let mut s = Service::new(ServiceKey::Fwmark {
+            family: Family::Inet6,
+            mark: 7,
+        })
+        .with_scheduler("rr")
+        .with_persistence(360);
         s.netmask = Netmask::V6(64);
         s.pe_name = Some("sip".into());
         #[rustfmt::skip]
@@ -435,7 +488,10 @@ mod tests {
         let dn = body.nested(IPVS_CMD_ATTR_DEST).unwrap().unwrap();
         assert_eq!(dn.u16(IPVS_DEST_ATTR_ADDR_FAMILY).unwrap(), Some(10));
         assert!(!dn.has(IPVS_DEST_ATTR_WEIGHT));
-        assert_eq!(enc(flush()), vec![20, 0, 0, 0, 0x1f, 0, 5, 0, 1, 0, 0, 0, 0, 0, 0, 0, 17, 1, 0, 0]);
+        assert_eq!(
+            enc(flush()),
+            vec![20, 0, 0, 0, 0x1f, 0, 5, 0, 1, 0, 0, 0, 0, 0, 0, 0, 17, 1, 0, 0]
+        );
         assert_eq!(enc(zero(None)).len(), 20);
         #[rustfmt::skip]
         let want: Vec<u8> = vec![
@@ -445,7 +501,14 @@ mod tests {
             8, 0, 5, 0, 120, 0, 0, 0,       // tcpfin 120
             8, 0, 6, 0, 44, 1, 0, 0,        // udp 300
         ];
-        assert_eq!(enc(set_config(&Timeouts { tcp: 900, tcp_fin: 120, udp: 300 })), want);
+        assert_eq!(
+            enc(set_config(&Timeouts {
+                tcp: 900,
+                tcp_fin: 120,
+                udp: 300
+            })),
+            want
+        );
     }
 
     #[test]
@@ -491,12 +554,17 @@ mod tests {
             }
         }
         let mut flags = Vec::new();
-        flags.extend_from_slice(&(IP_VS_SVC_F_HASHED | IP_VS_SVC_F_SCHED1 | IP_VS_SVC_F_SCHED2).to_ne_bytes());
+        flags.extend_from_slice(
+            &(IP_VS_SVC_F_HASHED | IP_VS_SVC_F_SCHED1 | IP_VS_SVC_F_SCHED2).to_ne_bytes(),
+        );
         flags.extend_from_slice(&u32::MAX.to_ne_bytes());
         let svc = vec![
             Attr::U16(IPVS_SVC_ATTR_AF, AF_INET6),
             Attr::U16(IPVS_SVC_ATTR_PROTOCOL, IPPROTO_UDP),
-            Attr::Bytes(IPVS_SVC_ATTR_ADDR, "2001:db8::1".parse::<Ipv6Addr>().unwrap().octets().to_vec()),
+            Attr::Bytes(
+                IPVS_SVC_ATTR_ADDR,
+                "2001:db8::1".parse::<Ipv6Addr>().unwrap().octets().to_vec(),
+            ),
             Attr::Be16(IPVS_SVC_ATTR_PORT, 53),
             Attr::Str(IPVS_SVC_ATTR_SCHED_NAME, "sh".into()),
             Attr::Bytes(IPVS_SVC_ATTR_FLAGS, flags),
@@ -505,12 +573,19 @@ mod tests {
             Attr::Nested(IPVS_SVC_ATTR_STATS, stats32),
             Attr::Nested(IPVS_SVC_ATTR_STATS64, stats64),
         ];
-        let body = IpvsMsg::new(IPVS_CMD_NEW_SERVICE, vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, svc)]);
+        let body = IpvsMsg::new(
+            IPVS_CMD_NEW_SERVICE,
+            vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, svc)],
+        );
         let bytes = enc(body);
         let attrs = crate::netlink::Attrs::parse(&bytes[20..]).unwrap();
         let s = parse_service(&attrs.nested(IPVS_CMD_ATTR_SERVICE).unwrap().unwrap()).unwrap();
         assert_eq!(s.key, ServiceKey::udp("2001:db8::1".parse().unwrap(), 53));
-        assert_eq!(s.flags, IP_VS_SVC_F_SCHED1 | IP_VS_SVC_F_SCHED2, "HASHED stripped");
+        assert_eq!(
+            s.flags,
+            IP_VS_SVC_F_SCHED1 | IP_VS_SVC_F_SCHED2,
+            "HASHED stripped"
+        );
         assert_eq!(s.netmask, Netmask::V6(128));
         assert_eq!(s.stats.conns, (1u64 << 33) + 1, "STATS64 preferred");
         assert_eq!(s.stats.outbps, (1u64 << 33) + 10);
@@ -519,7 +594,10 @@ mod tests {
     #[test]
     fn decode_dest_without_addr_family_and_stats32() {
         let dest = vec![
-            Attr::Bytes(IPVS_DEST_ATTR_ADDR, vec![192, 168, 1, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Attr::Bytes(
+                IPVS_DEST_ATTR_ADDR,
+                vec![192, 168, 1, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            ),
             Attr::Be16(IPVS_DEST_ATTR_PORT, 8080),
             Attr::U32(IPVS_DEST_ATTR_FWD_METHOD, IP_VS_CONN_F_MASQ),
             Attr::U32(IPVS_DEST_ATTR_WEIGHT, 5),
@@ -528,23 +606,42 @@ mod tests {
             Attr::U32(IPVS_DEST_ATTR_ACTIVE_CONNS, 12),
             Attr::U32(IPVS_DEST_ATTR_INACT_CONNS, 345),
             Attr::U32(IPVS_DEST_ATTR_PERSIST_CONNS, 1),
-            Attr::Nested(IPVS_DEST_ATTR_STATS, vec![Attr::U32(IPVS_STATS_ATTR_CONNS, 7), Attr::U64(IPVS_STATS_ATTR_INBYTES, 1 << 40)]),
+            Attr::Nested(
+                IPVS_DEST_ATTR_STATS,
+                vec![
+                    Attr::U32(IPVS_STATS_ATTR_CONNS, 7),
+                    Attr::U64(IPVS_STATS_ATTR_INBYTES, 1 << 40),
+                ],
+            ),
         ];
-        let body = IpvsMsg::new(IPVS_CMD_NEW_DEST, vec![Attr::Nested(IPVS_CMD_ATTR_DEST, dest)]);
+        let body = IpvsMsg::new(
+            IPVS_CMD_NEW_DEST,
+            vec![Attr::Nested(IPVS_CMD_ATTR_DEST, dest)],
+        );
         let bytes = enc(body);
         let attrs = crate::netlink::Attrs::parse(&bytes[20..]).unwrap();
-        let d = parse_dest(&attrs.nested(IPVS_CMD_ATTR_DEST).unwrap().unwrap(), Family::Inet).unwrap();
+        let d = parse_dest(
+            &attrs.nested(IPVS_CMD_ATTR_DEST).unwrap().unwrap(),
+            Family::Inet,
+        )
+        .unwrap();
         assert_eq!(d.addr, v4([192, 168, 1, 10]));
         assert_eq!(d.port, 8080);
         assert_eq!(d.fwd, Forward::Masq);
-        assert_eq!((d.weight, d.active_conns, d.inact_conns, d.persist_conns), (5, 12, 345, 1));
+        assert_eq!(
+            (d.weight, d.active_conns, d.inact_conns, d.persist_conns),
+            (5, 12, 345, 1)
+        );
         assert_eq!(d.stats.conns, 7);
         assert_eq!(d.stats.inbytes, 1 << 40);
     }
 
     #[test]
     fn decode_v4_netmask_and_daemon() {
-        assert_eq!(Netmask::from_wire(Family::Inet, [255, 255, 0, 0]), Netmask::V4(Ipv4Addr::new(255, 255, 0, 0)));
+        assert_eq!(
+            Netmask::from_wire(Family::Inet, [255, 255, 0, 0]),
+            Netmask::V4(Ipv4Addr::new(255, 255, 0, 0))
+        );
         let d = vec![
             Attr::U32(IPVS_DAEMON_ATTR_STATE, IP_VS_STATE_BACKUP),
             Attr::Str(IPVS_DAEMON_ATTR_MCAST_IFN, "eth1".into()),
@@ -552,14 +649,25 @@ mod tests {
             Attr::U16(IPVS_DAEMON_ATTR_SYNC_MAXLEN, 1472),
             Attr::U16(IPVS_DAEMON_ATTR_MCAST_PORT, 8848),
             Attr::U8(IPVS_DAEMON_ATTR_MCAST_TTL, 2),
-            Attr::Bytes(IPVS_DAEMON_ATTR_MCAST_GROUP6, "ff02::81".parse::<Ipv6Addr>().unwrap().octets().to_vec()),
+            Attr::Bytes(
+                IPVS_DAEMON_ATTR_MCAST_GROUP6,
+                "ff02::81".parse::<Ipv6Addr>().unwrap().octets().to_vec(),
+            ),
         ];
-        let bytes = enc(IpvsMsg::new(IPVS_CMD_NEW_DAEMON, vec![Attr::Nested(IPVS_CMD_ATTR_DAEMON, d)]));
+        let bytes = enc(IpvsMsg::new(
+            IPVS_CMD_NEW_DAEMON,
+            vec![Attr::Nested(IPVS_CMD_ATTR_DAEMON, d)],
+        ));
         let attrs = crate::netlink::Attrs::parse(&bytes[20..]).unwrap();
-        let d = parse_daemon(&attrs.nested(IPVS_CMD_ATTR_DAEMON).unwrap().unwrap()).unwrap().unwrap();
+        let d = parse_daemon(&attrs.nested(IPVS_CMD_ATTR_DAEMON).unwrap().unwrap())
+            .unwrap()
+            .unwrap();
         assert_eq!(d.state, DaemonState::Backup);
         assert_eq!(d.mcast_ifn, "eth1");
         assert_eq!(d.mcast_group, Some("ff02::81".parse().unwrap()));
-        assert_eq!((d.sync_id, d.sync_maxlen, d.mcast_port, d.mcast_ttl), (9, Some(1472), Some(8848), Some(2)));
+        assert_eq!(
+            (d.sync_id, d.sync_maxlen, d.mcast_port, d.mcast_ttl),
+            (9, Some(1472), Some(8848), Some(2))
+        );
     }
 }

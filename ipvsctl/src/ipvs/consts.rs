@@ -105,7 +105,8 @@ pub const IP_VS_SVC_F_SCHED_SH_PORT: u32 = IP_VS_SVC_F_SCHED2;
 pub const IP_VS_SVC_F_SCHED_MH_FALLBACK: u32 = IP_VS_SVC_F_SCHED1;
 pub const IP_VS_SVC_F_SCHED_MH_PORT: u32 = IP_VS_SVC_F_SCHED2;
 /// The scheduler flag bits.
-pub const IP_VS_SVC_F_SCHED_MASK: u32 = IP_VS_SVC_F_SCHED1 | IP_VS_SVC_F_SCHED2 | IP_VS_SVC_F_SCHED3;
+pub const IP_VS_SVC_F_SCHED_MASK: u32 =
+    IP_VS_SVC_F_SCHED1 | IP_VS_SVC_F_SCHED2 | IP_VS_SVC_F_SCHED3;
 
 // Forwarding methods (connection flags).
 pub const IP_VS_CONN_F_FWD_MASK: u32 = 0x0007;

@@ -80,14 +80,28 @@ impl std::fmt::Display for Op {
             Op::AddService(s) => write!(f, "add service {} ({})", s.key, s.scheduler),
             Op::EditService(s) => write!(f, "edit service {} ({})", s.key, s.scheduler),
             Op::DelService(k) => write!(f, "delete service {k}"),
-            Op::AddDest(k, d) => write!(f, "add dest {} to {k} (weight {})", fmt_addr_port(&d.addr, d.port), d.weight),
-            Op::EditDest(k, d) => write!(f, "edit dest {} of {k} (weight {})", fmt_addr_port(&d.addr, d.port), d.weight),
-            Op::DelDest(k, d) => write!(f, "delete dest {} from {k}", fmt_addr_port(&d.addr, d.port)),
+            Op::AddDest(k, d) => write!(
+                f,
+                "add dest {} to {k} (weight {})",
+                fmt_addr_port(&d.addr, d.port),
+                d.weight
+            ),
+            Op::EditDest(k, d) => write!(
+                f,
+                "edit dest {} of {k} (weight {})",
+                fmt_addr_port(&d.addr, d.port),
+                d.weight
+            ),
+            Op::DelDest(k, d) => {
+                write!(f, "delete dest {} from {k}", fmt_addr_port(&d.addr, d.port))
+            }
             Op::Flush => write!(f, "flush"),
             Op::Zero(Some(k)) => write!(f, "zero {k}"),
             Op::Zero(None) => write!(f, "zero all"),
             Op::SetTimeouts(t) => write!(f, "set timeouts {} {} {}", t.tcp, t.tcp_fin, t.udp),
-            Op::StartDaemon(d) => write!(f, "start {} sync daemon on {}", d.state.name(), d.mcast_ifn),
+            Op::StartDaemon(d) => {
+                write!(f, "start {} sync daemon on {}", d.state.name(), d.mcast_ifn)
+            }
             Op::StopDaemon(s) => write!(f, "stop {} sync daemon", s.name()),
         }
     }
@@ -128,14 +142,20 @@ impl Client {
 
     /// Module version and connection table size.
     pub fn info(&mut self) -> Result<Info, Error> {
-        let r = self.nl.request::<IpvsFamily>(self.family, codec::get_info())?;
-        let m = r.first().ok_or_else(|| Error::Decode("no GET_INFO reply".into()))?;
+        let r = self
+            .nl
+            .request::<IpvsFamily>(self.family, codec::get_info())?;
+        let m = r
+            .first()
+            .ok_or_else(|| Error::Decode("no GET_INFO reply".into()))?;
         codec::parse_info(&m.attrs()?)
     }
 
     /// All services, in kernel order (without destinations).
     pub fn services(&mut self) -> Result<Vec<Service>, Error> {
-        let r = self.nl.dump::<IpvsFamily>(self.family, codec::dump_services())?;
+        let r = self
+            .nl
+            .dump::<IpvsFamily>(self.family, codec::dump_services())?;
         let mut out = Vec::with_capacity(r.len());
         for m in &r {
             let a = m.attrs()?;
@@ -148,19 +168,26 @@ impl Client {
 
     /// One service (`ESRCH` if absent).
     pub fn service(&mut self, key: &ServiceKey) -> Result<Service, Error> {
-        let r = self.nl.request::<IpvsFamily>(self.family, codec::get_service(key))?;
+        let r = self
+            .nl
+            .request::<IpvsFamily>(self.family, codec::get_service(key))?;
         for m in &r {
             if let Some(s) = m.attrs()?.nested(IPVS_CMD_ATTR_SERVICE)? {
                 return codec::parse_service(&s);
             }
         }
-        Err(Error::Kernel { errno: libc::ESRCH, msg: None })
+        Err(Error::Kernel {
+            errno: libc::ESRCH,
+            msg: None,
+        })
     }
 
     /// The destinations of a service, in kernel order (an unknown service
     /// gives an empty list, like the kernel).
     pub fn dests(&mut self, key: &ServiceKey) -> Result<Vec<Dest>, Error> {
-        let r = self.nl.dump::<IpvsFamily>(self.family, codec::dump_dests(key))?;
+        let r = self
+            .nl
+            .dump::<IpvsFamily>(self.family, codec::dump_dests(key))?;
         let mut out = Vec::with_capacity(r.len());
         for m in &r {
             if let Some(d) = m.attrs()?.nested(IPVS_CMD_ATTR_DEST)? {
@@ -215,8 +242,12 @@ impl Client {
     }
     /// Current connection timeouts.
     pub fn timeouts(&mut self) -> Result<Timeouts, Error> {
-        let r = self.nl.request::<IpvsFamily>(self.family, codec::get_config())?;
-        let m = r.first().ok_or_else(|| Error::Decode("no GET_CONFIG reply".into()))?;
+        let r = self
+            .nl
+            .request::<IpvsFamily>(self.family, codec::get_config())?;
+        let m = r
+            .first()
+            .ok_or_else(|| Error::Decode("no GET_CONFIG reply".into()))?;
         codec::parse_config(&m.attrs()?)
     }
     /// Set connection timeouts (0 leaves a value unchanged).
@@ -225,7 +256,9 @@ impl Client {
     }
     /// Running sync daemons.
     pub fn daemons(&mut self) -> Result<Vec<SyncDaemon>, Error> {
-        let r = self.nl.dump::<IpvsFamily>(self.family, codec::dump_daemons())?;
+        let r = self
+            .nl
+            .dump::<IpvsFamily>(self.family, codec::dump_daemons())?;
         let mut out = Vec::new();
         for m in &r {
             if let Some(d) = m.attrs()?.nested(IPVS_CMD_ATTR_DAEMON)? {
@@ -255,9 +288,15 @@ impl Client {
 
     /// Start a batch of operations (see [`Batch`]).
     pub fn batch(&mut self) -> Batch<'_> {
-        Batch { client: self, ops: Vec::new() }
+        Batch {
+            client: self,
+            ops: Vec::new(),
+        }
     }
 }
+
+/// An operation with the kernel's answer.
+pub type OpResult = (Op, Result<(), Error>);
 
 /// A batch of operations sent pipelined by [`Batch::commit`].
 pub struct Batch<'a> {
@@ -280,7 +319,7 @@ impl Batch<'_> {
         self.ops.is_empty()
     }
     /// Send everything; returns each operation with its result.
-    pub fn commit(self) -> Result<Vec<(Op, Result<(), Error>)>, Error> {
+    pub fn commit(self) -> Result<Vec<OpResult>, Error> {
         let results = self.client.execute(&self.ops)?;
         Ok(self.ops.into_iter().zip(results).collect())
     }

@@ -110,8 +110,9 @@ impl Serialize for Protocol {
 impl<'de> Deserialize<'de> for Protocol {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        Protocol::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown protocol `{s}' (tcp, udp, sctp)")))
+        Protocol::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown protocol `{s}' (tcp, udp, sctp)"))
+        })
     }
 }
 
@@ -140,15 +141,26 @@ pub enum ServiceKey {
 impl ServiceKey {
     /// TCP service key.
     pub fn tcp(addr: IpAddr, port: u16) -> Self {
-        ServiceKey::Addr { protocol: Protocol::Tcp, addr, port }
+        ServiceKey::Addr {
+            protocol: Protocol::Tcp,
+            addr,
+            port,
+        }
     }
     /// UDP service key.
     pub fn udp(addr: IpAddr, port: u16) -> Self {
-        ServiceKey::Addr { protocol: Protocol::Udp, addr, port }
+        ServiceKey::Addr {
+            protocol: Protocol::Udp,
+            addr,
+            port,
+        }
     }
     /// IPv4 fwmark service key.
     pub fn fwmark(mark: u32) -> Self {
-        ServiceKey::Fwmark { family: Family::Inet, mark }
+        ServiceKey::Fwmark {
+            family: Family::Inet,
+            mark,
+        }
     }
     /// Address family.
     pub fn family(&self) -> Family {
@@ -182,8 +194,14 @@ impl ServiceKey {
     pub fn addr(&self) -> IpAddr {
         match self {
             ServiceKey::Addr { addr, .. } => *addr,
-            ServiceKey::Fwmark { family: Family::Inet, .. } => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            ServiceKey::Fwmark { family: Family::Inet6, .. } => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            ServiceKey::Fwmark {
+                family: Family::Inet,
+                ..
+            } => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            ServiceKey::Fwmark {
+                family: Family::Inet6,
+                ..
+            } => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
         }
     }
 }
@@ -192,11 +210,21 @@ impl fmt::Display for ServiceKey {
     /// `tcp 10.0.0.1:80`, `udp [2001:db8::1]:53`, `fwmark 7`, `fwmark 7 ipv6`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ServiceKey::Addr { protocol, addr, port } => {
+            ServiceKey::Addr {
+                protocol,
+                addr,
+                port,
+            } => {
                 write!(f, "{} {}", protocol, fmt_addr_port(addr, *port))
             }
-            ServiceKey::Fwmark { family: Family::Inet, mark } => write!(f, "fwmark {mark}"),
-            ServiceKey::Fwmark { family: Family::Inet6, mark } => write!(f, "fwmark {mark} ipv6"),
+            ServiceKey::Fwmark {
+                family: Family::Inet,
+                mark,
+            } => write!(f, "fwmark {mark}"),
+            ServiceKey::Fwmark {
+                family: Family::Inet6,
+                mark,
+            } => write!(f, "fwmark {mark} ipv6"),
         }
     }
 }
@@ -414,7 +442,9 @@ impl<'de> Deserialize<'de> for Forward {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         Forward::parse(&s).ok_or_else(|| {
-            serde::de::Error::custom(format!("unknown forwarding method `{s}' (route, masq, tunnel, local)"))
+            serde::de::Error::custom(format!(
+                "unknown forwarding method `{s}' (route, masq, tunnel, local)"
+            ))
         })
     }
 }
@@ -481,8 +511,9 @@ impl Serialize for TunnelType {
 impl<'de> Deserialize<'de> for TunnelType {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        TunnelType::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown tunnel type `{s}' (ipip, gue, gre)")))
+        TunnelType::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown tunnel type `{s}' (ipip, gue, gre)"))
+        })
     }
 }
 
@@ -549,7 +580,9 @@ impl<'de> Deserialize<'de> for TunnelCsum {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         TunnelCsum::parse(&s).ok_or_else(|| {
-            serde::de::Error::custom(format!("unknown tunnel checksum mode `{s}' (nocsum, csum, remcsum)"))
+            serde::de::Error::custom(format!(
+                "unknown tunnel checksum mode `{s}' (nocsum, csum, remcsum)"
+            ))
         })
     }
 }
@@ -709,6 +742,11 @@ pub struct Info {
 impl Info {
     /// `major.minor.patch`.
     pub fn version_string(&self) -> String {
-        format!("{}.{}.{}", (self.version >> 16) & 0xff, (self.version >> 8) & 0xff, self.version & 0xff)
+        format!(
+            "{}.{}.{}",
+            (self.version >> 16) & 0xff,
+            (self.version >> 8) & 0xff,
+            self.version & 0xff
+        )
     }
 }

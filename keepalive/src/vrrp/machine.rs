@@ -60,7 +60,11 @@ pub enum Input {
     /// Stop the router; a master sends priority 0 first.
     Shutdown,
     /// A received advertisement for our VRID that passed all packet checks.
-    Advert { src: IpAddr, priority: u8, max_adver_int_cs: u16 },
+    Advert {
+        src: IpAddr,
+        priority: u8,
+        max_adver_int_cs: u16,
+    },
     /// Administrative priority change (e.g. on reload).
     SetPriority(u8),
 }
@@ -141,7 +145,8 @@ impl Machine {
     /// `Skew_Time` for our priority and the learned master interval.
     pub fn skew_time(&self) -> Duration {
         Duration::from_micros(
-            (256 - u64::from(self.p.priority)) * u64::from(self.master_adver_interval_cs) * 10_000 / 256,
+            (256 - u64::from(self.p.priority)) * u64::from(self.master_adver_interval_cs) * 10_000
+                / 256,
         )
     }
 
@@ -173,7 +178,9 @@ impl Machine {
     }
 
     fn become_master(&mut self, now: Time, out: &mut Vec<Action>) {
-        out.push(Action::SendAdvert { priority: self.p.priority });
+        out.push(Action::SendAdvert {
+            priority: self.p.priority,
+        });
         out.push(Action::AddVips);
         out.push(Action::Announce);
         self.down_at = None;
@@ -228,9 +235,11 @@ impl Machine {
                     self.become_master(now, &mut out);
                 }
             }
-            Input::Advert { src, priority, max_adver_int_cs } => {
-                self.on_advert(now, src, priority, max_adver_int_cs.max(1), &mut out)
-            }
+            Input::Advert {
+                src,
+                priority,
+                max_adver_int_cs,
+            } => self.on_advert(now, src, priority, max_adver_int_cs.max(1), &mut out),
         }
         out
     }
@@ -263,7 +272,9 @@ impl Machine {
             }
             State::Master => {
                 if prio == 0 {
-                    out.push(Action::SendAdvert { priority: self.p.priority });
+                    out.push(Action::SendAdvert {
+                        priority: self.p.priority,
+                    });
                     self.advert_at = Some(now + self.advert_interval());
                 } else if prio > self.p.priority
                     || (prio == self.p.priority && addr_key(src) > addr_key(self.p.primary_addr))
@@ -299,10 +310,16 @@ impl Machine {
             State::Master => {
                 if let Some(t) = self.advert_at {
                     if now >= t {
-                        out.push(Action::SendAdvert { priority: self.p.priority });
+                        out.push(Action::SendAdvert {
+                            priority: self.p.priority,
+                        });
                         // Keep the cadence; if we were stalled, restart from now.
                         let next = t + self.advert_interval();
-                        self.advert_at = Some(if next > now { next } else { now + self.advert_interval() });
+                        self.advert_at = Some(if next > now {
+                            next
+                        } else {
+                            now + self.advert_interval()
+                        });
                     }
                 }
             }
@@ -316,7 +333,10 @@ impl Machine {
     pub fn reconfigure(&mut self, now: Time, p: Params) -> Vec<Action> {
         let prio = p.priority;
         let old_int = self.p.advert_interval_cs;
-        self.p = Params { priority: self.p.priority, ..p };
+        self.p = Params {
+            priority: self.p.priority,
+            ..p
+        };
         if self.state == State::Master && old_int != self.p.advert_interval_cs {
             self.advert_at = Some(now + self.advert_interval());
         }
@@ -359,7 +379,11 @@ mod tests {
     }
 
     fn advert(src: &str, priority: u8, cs: u16) -> Input {
-        Input::Advert { src: src.parse().unwrap(), priority, max_adver_int_cs: cs }
+        Input::Advert {
+            src: src.parse().unwrap(),
+            priority,
+            max_adver_int_cs: cs,
+        }
     }
 
     fn us(n: u64) -> Duration {
@@ -372,9 +396,15 @@ mod tests {
         // (256-100)*10cs/256 = 6.09375 cs = 60937 us
         assert_eq!(m.skew_time(), us(60_937));
         assert_eq!(m.master_down_interval(), us(360_937));
-        let m = Machine::new(Params { advert_interval_cs: 100, ..params(100, "10.0.0.1") });
+        let m = Machine::new(Params {
+            advert_interval_cs: 100,
+            ..params(100, "10.0.0.1")
+        });
         assert_eq!(m.master_down_interval(), us(3_609_375));
-        let m = Machine::new(Params { advert_interval_cs: 1, ..params(254, "10.0.0.1") });
+        let m = Machine::new(Params {
+            advert_interval_cs: 1,
+            ..params(254, "10.0.0.1")
+        });
         assert_eq!(m.skew_time(), us(78)); // 2*10000/256 = 78.125
         let m = Machine::new(params(1, "10.0.0.1"));
         assert_eq!(m.skew_time(), us(99_609));
@@ -390,7 +420,10 @@ mod tests {
                 Action::SendAdvert { priority: 255 },
                 Action::AddVips,
                 Action::Announce,
-                Action::Transition { from: State::Initialize, to: State::Master }
+                Action::Transition {
+                    from: State::Initialize,
+                    to: State::Master
+                }
             ]
         );
         assert_eq!(m.next_deadline(), Some(MS(100)));
@@ -404,7 +437,13 @@ mod tests {
     fn backup_startup_waits_master_down_interval() {
         let mut m = Machine::new(params(100, "10.0.0.1"));
         let a = m.handle(MS(0), Input::Startup);
-        assert_eq!(a, vec![Action::Transition { from: State::Initialize, to: State::Backup }]);
+        assert_eq!(
+            a,
+            vec![Action::Transition {
+                from: State::Initialize,
+                to: State::Backup
+            }]
+        );
         assert_eq!(m.next_deadline(), Some(us(360_937)));
         assert!(m.poll(us(360_936)).is_empty());
         let a = m.poll(us(360_937));
@@ -419,7 +458,10 @@ mod tests {
         m.handle(MS(0), Input::Startup);
         for i in 1..=5u64 {
             assert_eq!(m.next_deadline(), Some(MS(100 * i)));
-            assert_eq!(m.poll(MS(100 * i)), vec![Action::SendAdvert { priority: 255 }]);
+            assert_eq!(
+                m.poll(MS(100 * i)),
+                vec![Action::SendAdvert { priority: 255 }]
+            );
         }
         // a late wake-up does not cause a burst
         assert_eq!(m.poll(MS(900)), vec![Action::SendAdvert { priority: 255 }]);
@@ -477,7 +519,10 @@ mod tests {
             vec![
                 Action::SendAdvert { priority: 0 },
                 Action::RemoveVips,
-                Action::Transition { from: State::Master, to: State::Initialize }
+                Action::Transition {
+                    from: State::Master,
+                    to: State::Initialize
+                }
             ]
         );
         assert_eq!(m.next_deadline(), None);
@@ -486,7 +531,10 @@ mod tests {
         b.handle(MS(0), Input::Startup);
         assert_eq!(
             b.handle(MS(1), Input::Shutdown),
-            vec![Action::Transition { from: State::Backup, to: State::Initialize }]
+            vec![Action::Transition {
+                from: State::Backup,
+                to: State::Initialize
+            }]
         );
         assert!(b.handle(MS(2), advert("10.0.0.2", 200, 10)).is_empty());
         assert_eq!(b.last_ignored, Some(Ignored::NotRunning));
@@ -498,7 +546,10 @@ mod tests {
         m.handle(MS(0), Input::Startup);
         m.poll(MS(1000));
         assert_eq!(m.state(), State::Master);
-        assert_eq!(m.handle(MS(1010), advert("10.0.0.2", 0, 10)), vec![Action::SendAdvert { priority: 150 }]);
+        assert_eq!(
+            m.handle(MS(1010), advert("10.0.0.2", 0, 10)),
+            vec![Action::SendAdvert { priority: 150 }]
+        );
         assert_eq!(m.next_deadline(), Some(MS(1110)));
     }
 
@@ -524,7 +575,13 @@ mod tests {
         let a = m.handle(MS(5010), advert("10.0.0.0", 200, 20));
         assert_eq!(
             a,
-            vec![Action::RemoveVips, Action::Transition { from: State::Master, to: State::Backup }]
+            vec![
+                Action::RemoveVips,
+                Action::Transition {
+                    from: State::Master,
+                    to: State::Backup
+                }
+            ]
         );
         assert_eq!(m.master_adver_interval_cs(), 20);
         assert_eq!(m.next_deadline(), Some(MS(5010) + MS(600) + us(82_812)));
@@ -563,7 +620,10 @@ mod tests {
 
     #[test]
     fn no_preempt_keeps_lower_priority_master() {
-        let mut m = Machine::new(Params { preempt: false, ..params(200, "10.0.0.1") });
+        let mut m = Machine::new(Params {
+            preempt: false,
+            ..params(200, "10.0.0.1")
+        });
         m.handle(MS(0), Input::Startup);
         for t in (100..10_000).step_by(100) {
             m.handle(MS(t), advert("10.0.0.2", 100, 10));
@@ -574,7 +634,10 @@ mod tests {
 
     #[test]
     fn preempt_delay_postpones_takeover() {
-        let p = Params { preempt_delay: MS(2000), ..params(200, "10.0.0.1") };
+        let p = Params {
+            preempt_delay: MS(2000),
+            ..params(200, "10.0.0.1")
+        };
         let mut m = Machine::new(p);
         m.handle(MS(0), Input::Startup);
         let mut t = 100;
@@ -586,7 +649,10 @@ mod tests {
         let took = MS(t - 10);
         // first lower advert at 100 ms, accepted until 2100 ms, then the down interval
         let down = Machine::new(params(200, "10.0.0.1")).master_down_interval();
-        assert!(took >= MS(2100) + down - MS(10) && took <= MS(2100) + down + MS(10), "{took:?}");
+        assert!(
+            took >= MS(2100) + down - MS(10) && took <= MS(2100) + down + MS(10),
+            "{took:?}"
+        );
     }
 
     #[test]
@@ -612,7 +678,14 @@ mod tests {
     #[test]
     fn reconfigure_keeps_role() {
         let mut m = master_at(150, "10.0.0.1");
-        let a = m.reconfigure(MS(5050), Params { priority: 120, advert_interval_cs: 20, ..params(150, "10.0.0.1") });
+        let a = m.reconfigure(
+            MS(5050),
+            Params {
+                priority: 120,
+                advert_interval_cs: 20,
+                ..params(150, "10.0.0.1")
+            },
+        );
         assert!(a.is_empty());
         assert_eq!(m.state(), State::Master);
         assert_eq!(m.params().priority, 120);
@@ -630,8 +703,15 @@ mod tests {
 
     impl Net {
         fn new(specs: &[(u8, &str)]) -> Net {
-            let nodes = specs.iter().map(|(p, a)| (Machine::new(params(*p, a)), true, 0)).collect();
-            Net { nodes, now: Time::ZERO, log: vec![] }
+            let nodes = specs
+                .iter()
+                .map(|(p, a)| (Machine::new(params(*p, a)), true, 0))
+                .collect();
+            Net {
+                nodes,
+                now: Time::ZERO,
+                log: vec![],
+            }
         }
         fn start_all(&mut self) {
             for i in 0..self.nodes.len() {
@@ -650,7 +730,11 @@ mod tests {
                             if j != from && self.nodes[j].1 && self.nodes[j].2 == part {
                                 let r = self.nodes[j].0.handle(
                                     self.now,
-                                    Input::Advert { src, priority, max_adver_int_cs: int },
+                                    Input::Advert {
+                                        src,
+                                        priority,
+                                        max_adver_int_cs: int,
+                                    },
                                 );
                                 self.apply(j, r);
                             }

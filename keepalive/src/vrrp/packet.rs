@@ -168,7 +168,12 @@ pub fn vrrp_checksum(msg: &[u8], src: IpAddr, dst: IpAddr, form: ChecksumForm) -
 /// other family than `src` are skipped; at most 255 are encoded.
 pub fn encode(adv: &Advert, src: IpAddr, dst: IpAddr, form: ChecksumForm) -> Vec<u8> {
     let v6 = src.is_ipv6();
-    let addrs: Vec<&IpAddr> = adv.addrs.iter().filter(|a| a.is_ipv6() == v6).take(255).collect();
+    let addrs: Vec<&IpAddr> = adv
+        .addrs
+        .iter()
+        .filter(|a| a.is_ipv6() == v6)
+        .take(255)
+        .collect();
     let mut out = Vec::with_capacity(HEADER_LEN + addrs.len() * if v6 { 16 } else { 4 });
     out.push(0x31); // version 3, type 1
     out.push(adv.vrid);
@@ -191,7 +196,12 @@ pub fn encode(adv: &Advert, src: IpAddr, dst: IpAddr, form: ChecksumForm) -> Vec
 /// control, TTL 255, protocol 112. The kernel fills the ID and header checksum
 /// when they are zero, but we compute the header checksum anyway so the bytes
 /// are complete and testable.
-pub fn encode_ipv4_packet(adv: &Advert, src: Ipv4Addr, dst: Ipv4Addr, form: ChecksumForm) -> Vec<u8> {
+pub fn encode_ipv4_packet(
+    adv: &Advert,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    form: ChecksumForm,
+) -> Vec<u8> {
     let msg = encode(adv, IpAddr::V4(src), IpAddr::V4(dst), form);
     let total = 20 + msg.len();
     let mut p = Vec::with_capacity(total);
@@ -268,7 +278,12 @@ pub fn decode(msg: &[u8], src: IpAddr, dst: IpAddr) -> Result<Decoded, ParseErro
         });
     }
     Ok(Decoded {
-        advert: Advert { vrid, priority, max_adver_int_cs, addrs },
+        advert: Advert {
+            vrid,
+            priority,
+            max_adver_int_cs,
+            addrs,
+        },
         checksum_form: form,
     })
 }
@@ -335,16 +350,31 @@ mod tests {
     // message, with and without the pseudo-header, in a few lines of Python).
     #[test]
     fn golden_ipv4_pseudo_header() {
-        let m = encode(&adv4(), v4("10.0.0.1"), v4("224.0.0.18"), ChecksumForm::PseudoHeader);
+        let m = encode(
+            &adv4(),
+            v4("10.0.0.1"),
+            v4("224.0.0.18"),
+            ChecksumForm::PseudoHeader,
+        );
         assert_eq!(hex(&m), "31339602000aca15c000020ac000020b");
     }
 
     #[test]
     fn golden_ipv4_message_only() {
-        let m = encode(&adv4(), v4("10.0.0.1"), v4("224.0.0.18"), ChecksumForm::MessageOnly);
+        let m = encode(
+            &adv4(),
+            v4("10.0.0.1"),
+            v4("224.0.0.18"),
+            ChecksumForm::MessageOnly,
+        );
         assert_eq!(hex(&m), "31339602000ab4a9c000020ac000020b");
         // message-only checksum does not depend on addresses
-        let m2 = encode(&adv4(), v4("10.9.9.9"), v4("10.0.0.2"), ChecksumForm::MessageOnly);
+        let m2 = encode(
+            &adv4(),
+            v4("10.9.9.9"),
+            v4("10.0.0.2"),
+            ChecksumForm::MessageOnly,
+        );
         assert_eq!(m, m2);
     }
 
@@ -377,7 +407,12 @@ mod tests {
             max_adver_int_cs: 100,
             addrs: vec![v4("fe80::1"), v4("2001:db8::10")],
         };
-        let m = encode(&a, v4("fe80::a"), IpAddr::V6(MCAST_V6), ChecksumForm::MessageOnly);
+        let m = encode(
+            &a,
+            v4("fe80::a"),
+            IpAddr::V6(MCAST_V6),
+            ChecksumForm::MessageOnly,
+        );
         assert_eq!(
             hex(&m),
             "310764020064400f\
@@ -388,7 +423,10 @@ mod tests {
         assert_eq!(d.advert, a);
         assert_eq!(d.checksum_form, ChecksumForm::PseudoHeader);
         // a different source breaks the (mandatory) pseudo-header checksum
-        assert_eq!(decode(&m, v4("fe80::b"), IpAddr::V6(MCAST_V6)), Err(ParseError::BadChecksum));
+        assert_eq!(
+            decode(&m, v4("fe80::b"), IpAddr::V6(MCAST_V6)),
+            Err(ParseError::BadChecksum)
+        );
     }
 
     #[test]
@@ -418,9 +456,18 @@ mod tests {
         m[0] = 0x32;
         assert_eq!(decode(&m, s, d), Err(ParseError::BadType));
         let a0 = Advert { vrid: 0, ..adv4() };
-        assert_eq!(decode(&encode(&a0, s, d, ChecksumForm::PseudoHeader), s, d), Err(ParseError::BadVrid));
-        let none = Advert { addrs: vec![], ..adv4() };
-        assert_eq!(decode(&encode(&none, s, d, ChecksumForm::PseudoHeader), s, d), Err(ParseError::BadLength));
+        assert_eq!(
+            decode(&encode(&a0, s, d, ChecksumForm::PseudoHeader), s, d),
+            Err(ParseError::BadVrid)
+        );
+        let none = Advert {
+            addrs: vec![],
+            ..adv4()
+        };
+        assert_eq!(
+            decode(&encode(&none, s, d, ChecksumForm::PseudoHeader), s, d),
+            Err(ParseError::BadLength)
+        );
         // pseudo-header checksum computed for another destination fails
         let other = encode(&adv4(), s, v4("10.0.0.2"), ChecksumForm::PseudoHeader);
         assert_eq!(decode(&other, s, d), Err(ParseError::BadChecksum));
@@ -438,7 +485,12 @@ mod tests {
 
     #[test]
     fn split_ipv4_rejects() {
-        let p = encode_ipv4_packet(&adv4(), "10.0.0.1".parse().unwrap(), MCAST_V4, ChecksumForm::PseudoHeader);
+        let p = encode_ipv4_packet(
+            &adv4(),
+            "10.0.0.1".parse().unwrap(),
+            MCAST_V4,
+            ChecksumForm::PseudoHeader,
+        );
         assert_eq!(split_ipv4(&p[..19]), Err(ParseError::TooShort));
         let mut q = p.clone();
         q[0] = 0x44;

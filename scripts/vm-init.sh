@@ -1,0 +1,44 @@
+#!/bin/bash
+# PID 1 of the test VM (see scripts/vm.sh): the host's root filesystem is
+# mounted read-only over 9p; give the guest writable tmpfs where tools need
+# them, run the command, leave its status and the kernel log in the shared
+# work directory, and reboot (which qemu -no-reboot turns into exit).
+# Every exec is slow under emulation: keep the process count low.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb LANG=C.UTF-8
+export PYTHONDONTWRITEBYTECODE=1
+mount -t proc proc /proc
+read -r cmdline < /proc/cmdline
+work="" cwd="/"
+for a in $cmdline; do
+    case "$a" in
+        vmwlch.work=*) work="${a#vmwlch.work=}" ;;
+        vmwlch.cwd=*) cwd="${a#vmwlch.cwd=}" ;;
+    esac
+done
+mark() { echo "vm-init: $*" > /dev/kmsg; }
+mount -t sysfs sysfs /sys
+mark start
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
+for d in /dev/shm /run /tmp /var/tmp /var/lib /var/log /var/cache /root /home; do
+    mount -t tmpfs -o mode=1777 tmpfs "$d"
+done
+mount -t debugfs debugfs /sys/kernel/debug
+# /lib/modules does not exist on the host: an overlay over /usr/lib makes room
+# for this kernel's modules (see vm-guest.sh).
+mkdir -p /run/ovl/lib /run/ovl/work /run/netns /run/lock
+mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=/run/ovl/lib,workdir=/run/ovl/work /usr/lib
+mkdir -p "$work"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmwork "$work"
+echo vmwlch-vm > /proc/sys/kernel/hostname
+stty -opost < /dev/ttyS0
+mark "ready to run"
+
+cd "$cwd" || cd /
+bash "$work/run.sh" </dev/null >/dev/ttyS0 2>&1
+echo $? > "$work/rc"
+mark "command done"
+dmesg > "$work/dmesg" 2>&1
+sync
+busybox reboot -f 2>/dev/null || echo b > /proc/sysrq-trigger
+sleep 10
