@@ -20,7 +20,7 @@ mount -t sysfs sysfs /sys
 mark start
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
-for d in /dev/shm /run /tmp /var/tmp /var/lib /var/log /var/cache /root /home; do
+for d in /dev/shm /run /tmp /var/tmp /var/lib /var/log /root /home; do
     mount -t tmpfs -o mode=1777 tmpfs "$d"
 done
 mount -t debugfs debugfs /sys/kernel/debug

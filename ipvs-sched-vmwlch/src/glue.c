@@ -17,6 +17,8 @@
 #include <linux/mutex.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
+#include <linux/workqueue.h>
+#include <linux/completion.h>
 #include <net/genetlink.h>
 #include <net/ip_vs.h>
 #include <net/net_namespace.h>
@@ -446,7 +448,7 @@ static const struct genl_ops vmwlch_genl_ops[] = {
 	  .flags = GENL_ADMIN_PERM },
 };
 
-static struct genl_family vmwlch_genl_family __ro_after_init = {
+static struct genl_family vmwlch_genl_family = {
 	.name = VMWLCH_GENL_NAME,
 	.version = VMWLCH_GENL_VERSION,
 	.maxattr = VMWLCH_A_MAX,
@@ -460,6 +462,31 @@ static struct genl_family vmwlch_genl_family __ro_after_init = {
 };
 
 /* ---- module setup ---- */
+
+/*
+ * The family is registered from a work item: IPVS autoloads a scheduler
+ * module with request_module() while holding genl_mutex (ipvsadm's request
+ * is a generic netlink command), and genl_register_family() takes
+ * genl_mutex, so registering from module init would deadlock that path.
+ * Init waits briefly so that a plain modprobe (or the genetlink family
+ * alias) still finds the family registered when it returns.
+ */
+static bool vmwlch_genl_registered;
+static DECLARE_COMPLETION(vmwlch_genl_done);
+
+static void vmwlch_genl_work_fn(struct work_struct *work)
+{
+	int ret = genl_register_family(&vmwlch_genl_family);
+
+	if (ret)
+		pr_err("vmwlch: registering the VMWLCH netlink family failed (%d); the host map cannot be set\n",
+		       ret);
+	else
+		WRITE_ONCE(vmwlch_genl_registered, true);
+	complete_all(&vmwlch_genl_done);
+}
+
+static DECLARE_WORK(vmwlch_genl_work, vmwlch_genl_work_fn);
 
 int vmwlch_glue_init(void)
 {
@@ -476,13 +503,10 @@ int vmwlch_glue_init(void)
 	ret = register_ip_vs_scheduler(&vmwlch_scheduler);
 	if (ret)
 		goto err_vmwlc;
-	ret = genl_register_family(&vmwlch_genl_family);
-	if (ret)
-		goto err_vmwlch;
+	schedule_work(&vmwlch_genl_work);
+	wait_for_completion_timeout(&vmwlch_genl_done, HZ / 5);
 	return 0;
 
-err_vmwlch:
-	unregister_ip_vs_scheduler(&vmwlch_scheduler);
 err_vmwlc:
 	unregister_ip_vs_scheduler(&vmwlc_scheduler);
 err_pernet:
@@ -493,7 +517,9 @@ err_pernet:
 
 void vmwlch_glue_exit(void)
 {
-	genl_unregister_family(&vmwlch_genl_family);
+	cancel_work_sync(&vmwlch_genl_work);
+	if (READ_ONCE(vmwlch_genl_registered))
+		genl_unregister_family(&vmwlch_genl_family);
 	/* IPVS holds a module reference while a service uses a scheduler,
 	 * so no service is bound to us any more. */
 	unregister_ip_vs_scheduler(&vmwlch_scheduler);

@@ -34,7 +34,8 @@ module! {
     name: "ip_vs_vmwlch",
     description: "IPVS VM-based weighted least-connection schedulers (vmwlc, vmwlch)",
     license: "GPL",
-    alias: ["ip_vs_vmwlc"],
+    // `-s vmwlc` autoloads us too; so does a lookup of the netlink family.
+    alias: ["ip_vs_vmwlc", "net-pf-16-proto-16-family-VMWLCH"],
 }
 
 struct VmwlchModule;

@@ -287,6 +287,9 @@ pub struct Exit {
     pub stdout: String,
     /// Standard error.
     pub stderr: String,
+    /// Not an `exit()`: ipvsadm returns -1 from `process_options` (popt
+    /// errors), so `-R` goes on with the next line.
+    pub soft: bool,
 }
 
 fn fail(code: i32, msg: impl Into<String>) -> Exit {
@@ -296,6 +299,7 @@ fn fail(code: i32, msg: impl Into<String>) -> Exit {
         code,
         stdout: String::new(),
         stderr: m,
+        soft: false,
     }
 }
 
@@ -304,6 +308,7 @@ fn tryhelp(program: &str) -> Exit {
         code: 255,
         stdout: String::new(),
         stderr: format!("Try `{program} -h' or '{program} --help' for more information.\n"),
+        soft: false,
     }
 }
 
@@ -886,6 +891,7 @@ pub fn process_options(argv: &[String], reading_stdin: bool) -> Result<Action, E
                     code: 0,
                     stdout: usage(program),
                     stderr: String::new(),
+                    soft: false,
                 })
             }
             c if c == 'v' as i32 => {
@@ -893,6 +899,7 @@ pub fn process_options(argv: &[String], reading_stdin: bool) -> Result<Action, E
                     code: 0,
                     stdout: format!("{VERSION_LINE}\n"),
                     stderr: String::new(),
+                    soft: false,
                 })
             }
             _ => return Err(tryhelp(program)),
@@ -1122,6 +1129,7 @@ pub fn process_options(argv: &[String], reading_stdin: bool) -> Result<Action, E
             code: 255,
             stdout: String::new(),
             stderr: format!("{}: {}\n", p.bad_option(), e.text()),
+            soft: true,
         });
     }
 
@@ -1669,6 +1677,10 @@ impl Compat<'_> {
                 other => {
                     self.flush_queue(&mut queue)?;
                     result = match other {
+                        Err(e) if e.soft => {
+                            self.out.err(&e.stderr);
+                            255
+                        }
                         Err(e) => return Err(self.exit_with(e)),
                         Ok(Action::List(l)) => self.list(&l).map(|_| 0)?,
                         Ok(Action::Save(f)) => self.list(&ListReq::All(f)).map(|_| 0)?,
@@ -1758,7 +1770,7 @@ mod tests {
             ("-A -t 1.2.3.4:80 -6", 2, "-6 used before -f\n\n"),
             ("-A -f 0", 2, "invalid fwmark value `0' specified\n"),
             ("-A -f 1 -6 -M 200", 2, "illegal ipv6 netmask specified\n"),
-            ("-a -t 1.2.3.4:80 -r 5.6.7.8 -w 70000", 2, "illegal weight specified\n"),
+            ("-a -t 1.2.3.4:80 -r 5.6.7.8 -w 2147483648", 2, "illegal weight specified\n"),
             ("-a -t 1.2.3.4:80 -r [::1]:80 -m", 2, "Different address family is allowed only for tunneling servers\n"),
             ("-a -t 1.2.3.4:80 -r 5.6.7.8 --tun-type gue", 2, "Tunnel options conflict with forward method\n"),
             ("-a -t 1.2.3.4:80 -r 5.6.7.8 -i --tun-type gue", 2, "You need to supply the 'tun-port' option for the 'gue' tunnel type\n"),

@@ -295,6 +295,46 @@ pub fn parse(text: &str) -> Result<(ClusterConfig, Desired), Vec<ConfigError>> {
     }
 }
 
+/// The `services:` and `hosts:` sections of a larger YAML document (for
+/// example the keepalive daemon's own file): other top-level keys are
+/// ignored; errors are located like [`parse`]'s.
+pub fn parse_sections(text: &str) -> Result<(ClusterConfig, Desired), Vec<ConfigError>> {
+    #[derive(Deserialize)]
+    struct Sections {
+        #[serde(default)]
+        services: Option<Vec<ServiceSpec>>,
+        #[serde(default)]
+        hosts: Option<Vec<HostSpec>>,
+    }
+    let sec: Sections = match serde_yaml::from_str::<Option<Sections>>(text) {
+        Ok(Some(s)) => s,
+        Ok(None) => Sections { services: None, hosts: None },
+        Err(e) => return Err(vec![yaml_error(&e)]),
+    };
+    let cfg = ClusterConfig { services: sec.services, hosts: sec.hosts, options: Options::default() };
+    let loc = Locator::new(text);
+    match validate(&cfg) {
+        Ok(d) => Ok((cfg, d)),
+        Err(errs) => Err(errs
+            .into_iter()
+            .map(|(path, message)| {
+                let (line, column) = loc.find(&path);
+                ConfigError { path, line, column, message }
+            })
+            .collect()),
+    }
+}
+
+fn yaml_error(e: &serde_yaml::Error) -> ConfigError {
+    let (line, column) = e.location().map(|l| (Some(l.line()), Some(l.column()))).unwrap_or((None, None));
+    let mut msg = e.to_string();
+    // serde_yaml appends " at line L column C"; the location is printed first.
+    if let Some(i) = msg.rfind(" at line ") {
+        msg.truncate(i);
+    }
+    ConfigError { path: String::new(), line, column, message: msg }
+}
+
 fn valid_sched_name(s: &str) -> bool {
     !s.is_empty() && s.len() < IP_VS_SCHEDNAME_MAXLEN && !s.contains('\0')
 }
@@ -1620,6 +1660,16 @@ hosts:
             },
         );
         assert!(p.is_empty(), "{text}\n{p}");
+    }
+
+    #[test]
+    fn embedded_sections() {
+        let text = format!("vrrp:\n  vrid: 5\n{FILE}");
+        let (_, d) = parse_sections(&text).unwrap();
+        assert_eq!(d.services.unwrap().len(), 2);
+        let bad = "vrrp: {}\nservices:\n  - protocol: tcp\n    address: 10.0.0.1\n    port: 0\n";
+        let e = parse_sections(bad).unwrap_err();
+        assert_eq!(e[0].line, Some(5), "{e:?}");
     }
 
     #[test]

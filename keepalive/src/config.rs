@@ -263,8 +263,11 @@ fn default_garp_repeat() -> Count {
 fn default_garp_interval() -> Millis {
     Millis(50)
 }
+/// Just past the kernel's default ARP `locktime` (1 s): a neighbour entry
+/// refreshed by the old master shortly before the takeover ignores the first
+/// burst, but not this one.
 fn default_garp_refresh() -> Millis {
-    Millis(2000)
+    Millis(1100)
 }
 
 impl Default for Global {

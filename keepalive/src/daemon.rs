@@ -19,7 +19,7 @@ use tracing::{debug, error, info, warn};
 use crate::announce;
 use crate::config::{Cidr, Command, Config, HealthCheck, Instance};
 use crate::health::{self, Debounce, Probe};
-use crate::ipvs::{DownDest, IpvsBackend, SyncRole};
+use crate::ipvs::{DownDest, IpvsBackend, IpvsWorker, SyncRole};
 use crate::metrics::{self, Shared};
 use crate::rtnl::{Link, Rtnl};
 use crate::sdnotify;
@@ -80,7 +80,7 @@ pub struct Daemon {
     checks: Vec<CheckRt>,
     garp: Option<Arc<PacketSocket>>,
     icmp6: Option<Arc<Icmp6Socket>>,
-    ipvs: Box<dyn IpvsBackend>,
+    ipvs: IpvsWorker,
     stats: Shared,
     metrics_task: Option<(std::net::SocketAddr, JoinHandle<()>)>,
 }
@@ -94,6 +94,7 @@ impl Daemon {
         let rtnl = Rtnl::new().context("opening rtnetlink socket")?;
         let (pkt_tx, pkt_rx) = mpsc::unbounded_channel();
         let (probe_tx, probe_rx) = mpsc::unbounded_channel();
+        let ipvs = IpvsWorker::spawn(ipvs).context("starting the IPVS thread")?;
         Ok(Daemon {
             cfg,
             path,
@@ -169,7 +170,10 @@ impl Daemon {
                 biased;
                 _ = term.recv() => { info!("SIGTERM: handing over"); break; }
                 _ = int.recv() => { info!("SIGINT: handing over"); break; }
-                _ = tokio::time::sleep_until(sleep_until) => self.poll_timers(),
+                _ = tokio::time::sleep_until(sleep_until) => {
+                    self.drain_pending();
+                    self.poll_timers();
+                }
                 Some(p) = self.pkt_rx.recv() => self.on_packet(p),
                 _ = hup.recv() => self.reload(),
                 Some(p) = self.probe_rx.recv() => self.on_probe(p),
@@ -283,6 +287,41 @@ impl Daemon {
             }
             keep
         });
+    }
+
+    /// Feed every advert that has already arrived to the machines before a
+    /// timer is judged. When the loop was held up (a slow notify spawn, a
+    /// loaded machine), the master-down timer can be overdue while the
+    /// master's adverts wait in the socket or the channel: handled timer
+    /// first, the backup would take over and then fall back on the queued,
+    /// stale advert (a spurious double transition, seen in the VM test).
+    fn drain_pending(&mut self) {
+        while let Ok(p) = self.pkt_rx.try_recv() {
+            self.on_packet(p);
+        }
+        let keys: Vec<SockKey> = self.sockets.keys().cloned().collect();
+        let mut buf = vec![0u8; 65_536];
+        for key in keys {
+            // Bounded: a flood must not keep the timers from running.
+            for _ in 0..256 {
+                let Some(e) = self.sockets.get(&key) else {
+                    break;
+                };
+                let inner = e.sock.get_ref();
+                let r = if inner.v6 {
+                    inner.recv_v6(&mut buf).map(|r| (r.len, Some(r)))
+                } else {
+                    inner.recv_v4(&mut buf).map(|n| (n, None))
+                };
+                let Ok((n, v6)) = r else { break };
+                let n = n.min(buf.len());
+                self.on_packet(RxPacket {
+                    key: key.clone(),
+                    data: buf[..n].to_vec(),
+                    v6,
+                });
+            }
+        }
     }
 
     fn poll_timers(&mut self) {
@@ -558,7 +597,7 @@ impl Daemon {
         );
         if let Some(s) = &inst.cfg.ipvs_sync {
             let syncid = s.syncid.map_or(inst.cfg.vrid.0, |x| x.0);
-            let r = match to {
+            match to {
                 State::Master => self
                     .ipvs
                     .sync_role(SyncRole::Master, &s.interface.0, syncid),
@@ -566,9 +605,6 @@ impl Daemon {
                     .ipvs
                     .sync_role(SyncRole::Backup, &s.interface.0, syncid),
                 State::Initialize => self.ipvs.sync_stop(),
-            };
-            if let Err(e) = r {
-                error!(instance = %inst.cfg.name, error = %e, "IPVS sync daemon");
             }
         }
         let n = &inst.cfg.notify;
@@ -623,9 +659,7 @@ impl Daemon {
     fn apply_ipvs(&mut self) {
         let doc = self.cfg.ipvs_document();
         let down = self.down_dests();
-        if let Err(e) = self.ipvs.apply(doc.as_deref(), &down) {
-            error!(error = format!("{e:#}"), "applying IPVS configuration");
-        }
+        self.ipvs.apply(doc, down);
     }
 
     fn start_checks(&mut self, cfg: &Config) {
@@ -806,6 +840,7 @@ impl Daemon {
         for c in &self.checks {
             c.task.abort();
         }
+        self.ipvs.finish(Duration::from_secs(5));
         info!("keepalive stopped");
     }
 }

@@ -21,7 +21,7 @@ pub struct DownDest {
     pub action: OnFailure,
 }
 
-pub trait IpvsBackend {
+pub trait IpvsBackend: Send {
     /// Bring the kernel's services and host map to the `services:`/`hosts:`
     /// document, with the failed destinations quiesced or removed.
     /// Idempotent; called at start, on reload and on every health change.
@@ -30,6 +30,112 @@ pub trait IpvsBackend {
     fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()>;
     /// Stop both sync daemons.
     fn sync_stop(&mut self) -> anyhow::Result<()>;
+}
+
+/// One request to the [`IpvsWorker`].
+enum Request {
+    Apply {
+        doc: Option<String>,
+        down: Vec<DownDest>,
+    },
+    SyncRole {
+        role: SyncRole,
+        iface: String,
+        syncid: u8,
+    },
+    SyncStop,
+}
+
+/// Runs the backend on its own thread, in request order, so that netlink
+/// round trips (a large `apply`, starting a sync daemon: the kernel creates
+/// its threads) never hold up the VRRP timers and adverts on the daemon's
+/// event loop. Errors are logged here. Of several queued applies only the
+/// last runs (each carries the whole desired state).
+pub struct IpvsWorker {
+    tx: Option<std::sync::mpsc::Sender<Request>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl IpvsWorker {
+    pub fn spawn(mut backend: Box<dyn IpvsBackend>) -> std::io::Result<IpvsWorker> {
+        let (tx, rx) = std::sync::mpsc::channel::<Request>();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("ipvs".into())
+            .spawn(move || {
+                let mut queue = std::collections::VecDeque::new();
+                while let Ok(r) = rx.recv() {
+                    queue.push_back(r);
+                    queue.extend(rx.try_iter());
+                    while let Some(r) = queue.pop_front() {
+                        let superseded = matches!(r, Request::Apply { .. })
+                            && queue.iter().any(|q| matches!(q, Request::Apply { .. }));
+                        if !superseded {
+                            run(backend.as_mut(), r);
+                        }
+                    }
+                }
+                let _ = done_tx.send(());
+            })?;
+        Ok(IpvsWorker { tx: Some(tx), done })
+    }
+
+    fn send(&self, r: Request) {
+        if let Some(tx) = &self.tx {
+            if tx.send(r).is_err() {
+                tracing::error!("IPVS worker thread is gone");
+            }
+        }
+    }
+
+    /// Bring IPVS to the document with the failed destinations applied.
+    pub fn apply(&self, doc: Option<String>, down: Vec<DownDest>) {
+        self.send(Request::Apply { doc, down });
+    }
+
+    pub fn sync_role(&self, role: SyncRole, iface: &str, syncid: u8) {
+        self.send(Request::SyncRole {
+            role,
+            iface: iface.to_string(),
+            syncid,
+        });
+    }
+
+    pub fn sync_stop(&self) {
+        self.send(Request::SyncStop);
+    }
+
+    /// Let the queued requests finish (at most `timeout`); no more requests.
+    pub fn finish(&mut self, timeout: std::time::Duration) {
+        self.tx = None;
+        if self.done.recv_timeout(timeout).is_err() {
+            tracing::warn!("IPVS requests still running at exit");
+        }
+    }
+}
+
+fn run(backend: &mut dyn IpvsBackend, r: Request) {
+    match r {
+        Request::Apply { doc, down } => {
+            if let Err(e) = backend.apply(doc.as_deref(), &down) {
+                tracing::error!(error = format!("{e:#}"), "applying IPVS configuration");
+            }
+        }
+        Request::SyncRole {
+            role,
+            iface,
+            syncid,
+        } => {
+            if let Err(e) = backend.sync_role(role, &iface, syncid) {
+                tracing::error!(?role, error = format!("{e:#}"), "IPVS sync daemon");
+            }
+        }
+        Request::SyncStop => {
+            if let Err(e) = backend.sync_stop() {
+                tracing::error!(error = format!("{e:#}"), "stopping the IPVS sync daemon");
+            }
+        }
+    }
 }
 
 /// Used when there is nothing to manage (no `services:`, no `ipvs_sync`) or
@@ -205,6 +311,65 @@ pub fn default_backend(cfg: &crate::config::Config) -> Box<dyn IpvsBackend> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+    impl IpvsBackend for Recorder {
+        fn apply(&mut self, doc: Option<&str>, down: &[DownDest]) -> anyhow::Result<()> {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("apply {doc:?} {}", down.len()));
+            Ok(())
+        }
+        fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{role:?} {iface} {syncid}"));
+            Ok(())
+        }
+        fn sync_stop(&mut self) -> anyhow::Result<()> {
+            self.0.lock().unwrap().push("stop".into());
+            anyhow::bail!("no daemon")
+        }
+    }
+
+    #[test]
+    fn worker_keeps_order_and_finishes() {
+        let log = Arc::new(Mutex::new(vec![]));
+        let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone()))).unwrap();
+        w.apply(Some("a".into()), vec![]);
+        w.sync_role(SyncRole::Backup, "eth1", 51);
+        w.sync_role(SyncRole::Master, "eth1", 51);
+        w.sync_stop();
+        w.finish(std::time::Duration::from_secs(5));
+        let log = log.lock().unwrap().clone();
+        // nothing to coalesce: everything runs, in order
+        assert_eq!(
+            log,
+            [
+                "apply Some(\"a\") 0",
+                "Backup eth1 51",
+                "Master eth1 51",
+                "stop"
+            ]
+        );
+    }
+
+    #[test]
+    fn worker_coalesces_queued_applies() {
+        let log = Arc::new(Mutex::new(vec![]));
+        let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone()))).unwrap();
+        for i in 0..20 {
+            w.apply(Some(format!("{i}")), vec![]);
+        }
+        w.finish(std::time::Duration::from_secs(5));
+        let log = log.lock().unwrap().clone();
+        assert!(log.len() < 20, "{log:?}");
+        assert_eq!(log.last().unwrap(), "apply Some(\"19\") 0");
+    }
 
     #[test]
     fn health_overrides() {

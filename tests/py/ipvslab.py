@@ -5,6 +5,7 @@ real-server address, with a TCP server that keeps connections open.
 All traffic stays inside namespaces this module creates.
 """
 import atexit
+import ipaddress
 import os
 import re
 import subprocess
@@ -29,6 +30,8 @@ import selectors, socket, sys
 fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+if fam == socket.AF_INET6:
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
 s.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", int(sys.argv[2])))
 s.listen(4096)
 sel = selectors.DefaultSelector()
@@ -46,6 +49,12 @@ CLIENT = r"""
 import socket, sys
 socks = []
 for line in sys.stdin:
+    if line.startswith("close "):
+        i = int(line.split()[1]) % max(len(socks), 1)
+        if socks:
+            socks.pop(i).close()   # FIN from the client: IPVS counts it inactive
+        print("ok 0", flush=True)
+        continue
     host, port = line.split()
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
     c = socket.socket(fam, socket.SOCK_STREAM)
@@ -57,6 +66,15 @@ for line in sys.stdin:
     except OSError as e:
         print("err", e, flush=True)
 """
+
+
+def _addr(hexport):
+    """/proc/net/ip_vs address ("0A000001:0050" or "[fd00:...:0001]:0050") in ipvsadm -Ln form."""
+    a, p = hexport.rsplit(":", 1)
+    port = int(p, 16)
+    if a.startswith("["):
+        return f"[{ipaddress.IPv6Address(a.strip('[]'))}]:{port}"
+    return f"{ipaddress.IPv4Address(int(a, 16))}:{port}"
 
 
 class Lab:
@@ -80,6 +98,8 @@ class Lab:
         sh("ip", "addr", "add", "fd00::1/64", "dev", "l0", "nodad", ns=self.lb)
         sh("ip", "addr", "add", "10.1.0.1/16", "dev", "l1", ns=self.lb)
         sh("ip", "addr", "add", "fd01::1/64", "dev", "l1", "nodad", ns=self.lb)
+        sh("ip", "addr", "add", "10.1.0.2/16", "dev", "r0", ns=self.rs)
+        sh("ip", "addr", "add", "fd01::2/64", "dev", "r0", "nodad", ns=self.rs)
         sh("ip", "route", "add", "default", "via", "10.1.0.1", ns=self.rs)
         sh("ip", "-6", "route", "add", "default", "via", "fd01::1", ns=self.rs)
         sh("ip", "route", "add", "default", "via", "10.0.0.1", ns=self.cl)
@@ -95,6 +115,10 @@ class Lab:
         self._server("4", port)
         if rs_addrs6:
             self._server("6", port)
+        # A process parked in the director's namespace: its /proc/PID/net/ip_vs
+        # gives the counters without an exec per read (execs are slow in the VM).
+        self.holder = subprocess.Popen(["ip", "netns", "exec", self.lb, "sleep", "3600"])
+        self.procs.append(self.holder)
         self.client = subprocess.Popen(["ip", "netns", "exec", self.cl, sys.executable, "-c", CLIENT],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.procs.append(self.client)
@@ -113,21 +137,29 @@ class Lab:
             raise RuntimeError(f"connect {host}:{port}: {' '.join(line)}")
         return int(line[1])
 
+    def close_one(self, i):
+        self.client.stdin.write(f"close {i}\n")
+        self.client.stdin.flush()
+        self.client.stdout.readline()
+
     def ipvsadm(self, *args):
         return sh("ipvsadm", *args, ns=self.lb)
 
     def dests(self):
-        """{(service, dest): dict(weight, active, inactive)} from ipvsadm -Ln."""
+        """{(service, dest): dict(weight, active, inactive)}, keys as ipvsadm -Ln
+        prints them ("10.0.0.1:80", "[fd00::1]:80"), read from /proc/net/ip_vs."""
         out, svc = {}, None
-        for line in self.ipvsadm("-Ln").splitlines():
-            m = re.match(r"^(TCP|UDP|SCTP|FWM)\s+(\S+)\s+(\S+)", line)
+        with open(f"/proc/{self.holder.pid}/net/ip_vs") as f:
+            lines = f.read().splitlines()
+        for line in lines[3:]:
+            m = re.match(r"^(TCP|UDP|SCTP)\s+(\S+)\s", line)
             if m:
-                svc = m.group(2)
+                svc = _addr(m.group(2))
                 continue
             m = re.match(r"^\s+->\s+(\S+)\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)", line)
             if m and svc:
-                out[(svc, m.group(1))] = dict(weight=int(m.group(2)), active=int(m.group(3)),
-                                              inactive=int(m.group(4)))
+                out[(svc, _addr(m.group(1)))] = dict(weight=int(m.group(2)), active=int(m.group(3)),
+                                                     inactive=int(m.group(4)))
         return out
 
     def close(self):

@@ -53,13 +53,13 @@ nl.replace({"h1": (2, ["10.3.0.1", "fd03::1"]), "h2": (0, ["10.3.0.2"])})
 baseline = nl.hosts()
 
 
-def expect_reject(label, fn, err, msg_part=None):
+def expect_reject(label, fn, err, msg_part=None, need_msg=True):
     try:
         fn()
     except NetlinkError as e:
         errs = err if isinstance(err, tuple) else (err,)
         check(e.errno in errs, f"{label}: errno {errno.errorcode.get(e.errno)} (want {[errno.errorcode[x] for x in errs]}), msg {e.msg!r}")
-        check(bool(e.msg), f"{label}: no extack message")
+        check(bool(e.msg) or not need_msg, f"{label}: no extack message")
         if msg_part:
             check(msg_part in e.msg, f"{label}: message {e.msg!r} lacks {msg_part!r}")
         print(f"ok   {label}: {errno.errorcode.get(e.errno)} {e.msg!r}", flush=True)
@@ -121,7 +121,8 @@ expect_reject("too many hosts", lambda: nl.replace({f"h{i}": (1, []) for i in ra
 # A nest is limited to 64 KiB, so the member limit is reached across hosts.
 over = {f"m{i}": (1, [f"10.{40 + i // 250}.{i % 250}.{j}" for j in range(1, 67)]) for i in range(1000)}
 expect_reject("too many members", lambda: nl.replace(over), errno.ENOSPC, "too many mapped")
-expect_reject("unknown command", lambda: nl._request(nl.family, 99, b""), errno.EOPNOTSUPP)
+# genetlink itself refuses a command the family does not have (no extack text).
+expect_reject("unknown command", lambda: nl._request(nl.family, 99, b""), errno.EOPNOTSUPP, need_msg=False)
 expect_reject("GET_HOST of an unknown host", lambda: nl._request(nl.family, C["VMWLCH_CMD_GET_HOST"], host_attrs("nope"), 0),
               errno.ENOENT, "no such host")
 

@@ -93,9 +93,31 @@ class NetlinkError(Exception):
         self.errno, self.msg, self.offset = err, msg, offset
 
 
+def _netns_socket(netns):
+    """A NETLINK_GENERIC socket in network namespace `netns` (None: ours)."""
+    if netns is None:
+        return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 16)  # NETLINK_GENERIC
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    CLONE_NEWNET = 0x40000000
+    own = os.open("/proc/self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+    try:
+        if libc.setns(target, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {netns}")
+        try:
+            return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 16)
+        finally:
+            if libc.setns(own, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back")
+    finally:
+        os.close(own)
+        os.close(target)
+
+
 class Vmwlch:
-    def __init__(self):
-        self.s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_GENERIC)
+    def __init__(self, netns=None):
+        self.s = _netns_socket(netns)
         self.s.setsockopt(270, NETLINK_EXT_ACK, 1)  # SOL_NETLINK
         self.s.bind((0, 0))
         self.seq = 0

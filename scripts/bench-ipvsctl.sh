@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): ipvsadm vs ipvsctl side by side in one VM run on
+# N services (default 10,000) with 4 real servers each: restore (-R), full
+# listing (-Ln) and flush (-C). Prints the times and the ratios.
+#
+#   scripts/bench-ipvsctl.sh [N]        (runs itself inside the VM)
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+N="${1:-10000}"
+if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
+    [ -x "$REPO/target/release/ipvsctl" ] || (cd "$REPO" && cargo build --release -p ipvsctl)
+    exec "$REPO/scripts/vm.sh" -- "$REPO/scripts/bench-ipvsctl.sh" "$N"
+fi
+
+W="$(mktemp -d)"
+NS=ipvsctl-bench
+trap 'ip netns del $NS 2>/dev/null; rm -rf "$W"' EXIT
+ip netns add "$NS"
+ip -n "$NS" link add d0 type dummy
+ip -n "$NS" link set d0 up
+ip -n "$NS" addr add 10.0.0.254/8 dev d0
+ip -n "$NS" addr add 172.16.0.254/12 dev d0
+
+mkdir -p "$W/real" "$W/ours"
+ln -s /usr/sbin/ipvsadm "$W/real/ipvsadm"
+ln -s "$REPO/target/release/ipvsctl" "$W/ours/ipvsadm"
+
+# The rules: N TCP services 10.x.y.z:80 with 4 NAT real servers each.
+awk -v n="$N" 'BEGIN {
+    for (i = 0; i < n; i++) {
+        v = sprintf("10.%d.%d.%d:80", int(i / 62500) % 250, int(i / 250) % 250, i % 250 + 1);
+        printf "-A -t %s -s wlc\n", v;
+        for (j = 1; j <= 4; j++)
+            printf "-a -t %s -r 172.%d.%d.%d:8080 -m -w %d\n", v, 16 + (i % 16), int(i / 256) % 256, (i % 63) * 4 + j, j;
+    }
+}' >"$W/rules"
+
+t() { # t TOOL ARGS... < stdin: elapsed seconds
+    local s e
+    s=$(date +%s%N)
+    ip netns exec "$NS" env PATH="$W/$1:$PATH" ipvsadm "${@:2}" >"$W/out.$1" 2>"$W/err.$1" || true
+    e=$(date +%s%N)
+    echo "scale=3; ($e - $s) / 1000000000" | bc
+}
+
+declare -A R
+for tool in real ours; do
+    ip netns exec "$NS" /usr/sbin/ipvsadm -C
+    R[$tool.restore]=$(t "$tool" -R <"$W/rules")
+    [ -s "$W/err.$tool" ] && { echo "errors during $tool restore:"; head -3 "$W/err.$tool"; }
+    R[$tool.list]=$(t "$tool" -Ln </dev/null)
+    lines=$(wc -l <"$W/out.$tool")
+    R[$tool.lines]=$lines
+    cp "$W/out.$tool" "$W/list.$tool"
+    R[$tool.flush]=$(t "$tool" -C </dev/null)
+done
+cmp -s "$W/list.real" "$W/list.ours" && same=identical || same=DIFFERENT
+
+printf '\n%d services x 4 real servers (%d rules)\n' "$N" "$(wc -l <"$W/rules")"
+printf '%-10s %12s %12s %10s\n' "" "ipvsadm(s)" "ipvsctl(s)" "speedup"
+for op in restore list flush; do
+    a=${R[real.$op]} b=${R[ours.$op]}
+    ratio=$(echo "scale=1; if ($b > 0) $a / $b else 0" | bc)
+    printf '%-10s %12s %12s %9sx\n' "$op" "$a" "$b" "$ratio"
+done
+printf 'listing: %s lines each, outputs %s\n' "${R[real.lines]}" "$same"
