@@ -34,6 +34,7 @@ echo vmwlch-vm > /proc/sys/kernel/hostname
 stty -opost < /dev/ttyS0
 mark "ready to run"
 
+ulimit -n 65536
 cd "$cwd" || cd /
 bash "$work/run.sh" </dev/null >/dev/ttyS0 2>&1
 echo $? > "$work/rc"

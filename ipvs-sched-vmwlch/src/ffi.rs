@@ -6,6 +6,8 @@
 //! IPVS objects (`struct ip_vs_service`, `struct ip_vs_dest`) are opaque here;
 //! Rust only keeps their addresses and reads them through the C accessors.
 
+use core::sync::atomic::AtomicI32;
+
 use kernel::ffi::{c_char, c_int, c_void};
 
 /// Opaque `struct ip_vs_service`.
@@ -55,6 +57,16 @@ pub(crate) struct RawLive {
     pub(crate) flags: u32,
 }
 
+/// `struct vmwlch_dest_fields` from glue.h: addresses of a destination's live fields.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct DestFields {
+    pub(crate) weight: *const AtomicI32,
+    pub(crate) activeconns: *const AtomicI32,
+    pub(crate) overhead_term: *const AtomicI32,
+    pub(crate) flags: *const u32,
+}
+
 /// `IP_VS_DEST_F_OVERLOAD` from uapi/linux/ip_vs.h.
 pub(crate) const IP_VS_DEST_F_OVERLOAD: u32 = 0x0002;
 /// `AF_INET`.
@@ -65,6 +77,7 @@ pub(crate) const AF_INET6: u16 = 10;
 extern "C" {
     fn vmwlch_dest_live(dest: *const IpVsDest, out: *mut RawLive);
     fn vmwlch_dest_addr(dest: *const IpVsDest, out16: *mut u8) -> u16;
+    fn vmwlch_dest_fields(dest: *const IpVsDest, out: *mut DestFields);
     fn vmwlch_svc_walk(
         svc: *mut IpVsService,
         cb: unsafe extern "C" fn(ctx: *mut c_void, dest: *mut IpVsDest) -> c_int,
@@ -72,8 +85,13 @@ extern "C" {
     ) -> c_int;
     fn vmwlch_retire(head: *mut RcuHead);
     fn vmwlch_random_u32() -> u32;
-    fn vmwlch_msg_put(skb: *mut SkBuff, portid: u32, seq: u32, flags: c_int, cmd: u8)
-        -> *mut c_void;
+    fn vmwlch_msg_put(
+        skb: *mut SkBuff,
+        portid: u32,
+        seq: u32,
+        flags: c_int,
+        cmd: u8,
+    ) -> *mut c_void;
     fn vmwlch_msg_end(skb: *mut SkBuff, hdr: *mut c_void);
     fn vmwlch_msg_cancel(skb: *mut SkBuff, hdr: *mut c_void);
     fn vmwlch_put_u32(skb: *mut SkBuff, ty: c_int, value: u32) -> c_int;
@@ -97,6 +115,23 @@ pub(crate) unsafe fn dest_live(dest: *const IpVsDest) -> RawLive {
     // SAFETY: `dest` is live per the caller's contract; `out` is a valid,
     // writable `struct vmwlch_live`.
     unsafe { vmwlch_dest_live(dest, &mut out) };
+    out
+}
+
+/// The addresses of a destination's live fields.
+///
+/// # Safety
+///
+/// As for [`dest_live`]; the addresses stay valid as long as the destination.
+pub(crate) unsafe fn dest_fields(dest: *const IpVsDest) -> DestFields {
+    let mut out = DestFields {
+        weight: core::ptr::null(),
+        activeconns: core::ptr::null(),
+        overhead_term: core::ptr::null(),
+        flags: core::ptr::null(),
+    };
+    // SAFETY: `dest` is live per the caller's contract; `out` is writable.
+    unsafe { vmwlch_dest_fields(dest, &mut out) };
     out
 }
 

@@ -16,6 +16,8 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/random.h>
+#include <linux/prandom.h>
+#include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/workqueue.h>
 #include <linux/completion.h>
@@ -30,9 +32,18 @@
 static DEFINE_MUTEX(vmwlch_mutex);
 static unsigned int vmwlch_net_id __read_mostly;
 
+struct vmwlch_counters {
+	u64 decisions;
+	u64 no_dest;
+};
+
 struct vmwlch_net {
 	void __rcu *state;
+	struct vmwlch_counters __percpu *stats;
 };
+
+/* Tie-breaking randomness: cheap per-CPU PRNG, not a secret. */
+static DEFINE_PER_CPU(struct rnd_state, vmwlch_rnd);
 
 static void *vmwlch_state_locked(struct net *net)
 {
@@ -59,6 +70,19 @@ void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out)
 	out->inactconns = atomic_read(&dest->inactconns);
 	out->overhead_term = out->inactconns;
 #endif
+}
+
+void vmwlch_dest_fields(const struct ip_vs_dest *dest,
+			struct vmwlch_dest_fields *out)
+{
+	out->weight = &dest->weight;
+	out->activeconns = &dest->activeconns;
+#ifdef VMWLCH_HAVE_TOTALCONNS
+	out->overhead_term = &dest->totalconns;
+#else
+	out->overhead_term = &dest->inactconns;
+#endif
+	out->flags = (const unsigned int *)&dest->flags;
 }
 
 u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16)
@@ -92,7 +116,11 @@ void vmwlch_retire(struct rcu_head *head)
 
 u32 vmwlch_random_u32(void)
 {
-	return get_random_u32();
+	struct rnd_state *s = &get_cpu_var(vmwlch_rnd);
+	u32 r = prandom_u32_state(s);
+
+	put_cpu_var(vmwlch_rnd);
+	return r;
 }
 
 void vmwlch_msg_end(struct sk_buff *skb, void *hdr)
@@ -201,8 +229,13 @@ static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
 	st = rcu_dereference(vn->state);
 	if (st)
 		dest = vmwlch_rs_schedule(st, svc, kind);
-	if (!dest)
+	if (!dest) {
+		if (st)
+			this_cpu_inc(vn->stats->no_dest);
 		ip_vs_scheduler_err(svc, "no destination available");
+	} else {
+		this_cpu_inc(vn->stats->decisions);
+	}
 	return dest;
 }
 
@@ -250,10 +283,16 @@ static struct ip_vs_scheduler vmwlch_scheduler = {
 static int __net_init vmwlch_net_init(struct net *net)
 {
 	struct vmwlch_net *vn = net_generic(net, vmwlch_net_id);
-	void *st = vmwlch_rs_net_new();
+	void *st;
 
-	if (!st)
+	vn->stats = alloc_percpu(struct vmwlch_counters);
+	if (!vn->stats)
 		return -ENOMEM;
+	st = vmwlch_rs_net_new();
+	if (!st) {
+		free_percpu(vn->stats);
+		return -ENOMEM;
+	}
 	mutex_lock(&vmwlch_mutex);
 	rcu_assign_pointer(vn->state, st);
 	mutex_unlock(&vmwlch_mutex);
@@ -269,10 +308,10 @@ static void __net_exit vmwlch_net_exit(struct net *net)
 	st = vmwlch_state_locked(net);
 	RCU_INIT_POINTER(vn->state, NULL);
 	mutex_unlock(&vmwlch_mutex);
-	if (st) {
-		synchronize_rcu();
+	synchronize_rcu();
+	if (st)
 		vmwlch_rs_net_free(st);
-	}
+	free_percpu(vn->stats);
 }
 
 static struct pernet_operations vmwlch_net_ops = {
@@ -409,17 +448,25 @@ static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb
 
 static int vmwlch_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 {
+	struct vmwlch_net *vn = net_generic(genl_info_net(info), vmwlch_net_id);
+	u64 decisions = 0, no_dest = 0;
 	struct sk_buff *reply;
+	int cpu, ret;
 	void *st;
-	int ret;
 
 	reply = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!reply)
 		return -ENOMEM;
 	mutex_lock(&vmwlch_mutex);
 	st = vmwlch_state_locked(genl_info_net(info));
+	if (st) {
+		for_each_possible_cpu(cpu) {
+			decisions += READ_ONCE(per_cpu_ptr(vn->stats, cpu)->decisions);
+			no_dest += READ_ONCE(per_cpu_ptr(vn->stats, cpu)->no_dest);
+		}
+	}
 	ret = st ? vmwlch_rs_fill_info(st, reply, info->snd_portid,
-				       info->snd_seq)
+				       info->snd_seq, decisions, no_dest)
 		 : -ENODEV;
 	mutex_unlock(&vmwlch_mutex);
 	if (ret) {
@@ -461,6 +508,112 @@ static struct genl_family vmwlch_genl_family = {
 	.resv_start_op = VMWLCH_CMD_UNSPEC + 1,
 };
 
+#ifdef VMWLCH_BENCH
+/*
+ * Benchmark build only (make VMWLCH_BENCH=1; scripts/bench-sched.sh): times
+ * the in-kernel cost of one decision of vmwlch and of wlc on the first
+ * vmwlc/vmwlch service of the writer's namespace. The wlc loop is the one of
+ * net/netfilter/ipvs/ip_vs_wlc.c (not callable from here), over the same
+ * destinations. Softirq-like context: BH off, RCU read lock, like schedule().
+ */
+#include <linux/debugfs.h>
+#include <linux/ktime.h>
+#include <linux/sched.h>
+
+static struct dentry *vmwlch_bench_file;
+static char vmwlch_bench_out[256];
+
+static struct ip_vs_dest *vmwlch_bench_wlc(struct ip_vs_service *svc)
+{
+	struct ip_vs_dest *dest, *least = NULL;
+	int loh = 0, doh;
+
+	list_for_each_entry_rcu(dest, &svc->destinations, n_list) {
+		if (!(dest->flags & IP_VS_DEST_F_OVERLOAD) &&
+		    atomic_read(&dest->weight) > 0) {
+			least = dest;
+			loh = ip_vs_dest_conn_overhead(least);
+			goto nextstage;
+		}
+	}
+	return NULL;
+nextstage:
+	list_for_each_entry_continue_rcu(dest, &svc->destinations, n_list) {
+		if (dest->flags & IP_VS_DEST_F_OVERLOAD)
+			continue;
+		doh = ip_vs_dest_conn_overhead(dest);
+		if ((__s64)loh * atomic_read(&dest->weight) >
+		    (__s64)doh * atomic_read(&least->weight)) {
+			least = dest;
+			loh = doh;
+		}
+	}
+	return least;
+}
+
+static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
+				  size_t len, loff_t *off)
+{
+	u64 t_h = 0, t_w = 0, t0, iters, i, hits = 0, chunk = 256;
+	struct ip_vs_service *svc;
+	unsigned int kind;
+	void *st;
+	int ret;
+
+	ret = kstrtou64_from_user(ubuf, len, 10, &iters);
+	if (ret)
+		return ret;
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(current->nsproxy->net_ns);
+	svc = st ? vmwlch_rs_bench_svc(st) : NULL;
+	if (!svc) {
+		mutex_unlock(&vmwlch_mutex);
+		return -ENOENT;
+	}
+	for (i = 0; i < iters; i += chunk) {
+		u64 j, n = min(chunk, iters - i);
+
+		for (kind = 0; kind < 2; kind++) {
+			local_bh_disable();
+			rcu_read_lock();
+			t0 = ktime_get_ns();
+			for (j = 0; j < n; j++) {
+				if (kind == 0)
+					hits += !!vmwlch_rs_schedule(st, svc, VMWLCH_KIND_VMWLCH);
+				else
+					hits += !!vmwlch_bench_wlc(svc);
+			}
+			if (kind == 0)
+				t_h += ktime_get_ns() - t0;
+			else
+				t_w += ktime_get_ns() - t0;
+			rcu_read_unlock();
+			local_bh_enable();
+		}
+		cond_resched();
+	}
+	mutex_unlock(&vmwlch_mutex);
+	snprintf(vmwlch_bench_out, sizeof(vmwlch_bench_out),
+		 "iterations=%llu vmwlch_ns=%llu wlc_ns=%llu hits=%llu\n", iters,
+		 iters ? div64_u64(t_h, iters) : 0,
+		 iters ? div64_u64(t_w, iters) : 0, hits);
+	return len;
+}
+
+static ssize_t vmwlch_bench_read(struct file *f, char __user *ubuf, size_t len,
+				 loff_t *off)
+{
+	return simple_read_from_buffer(ubuf, len, off, vmwlch_bench_out,
+				       strlen(vmwlch_bench_out));
+}
+
+static const struct file_operations vmwlch_bench_fops = {
+	.owner = THIS_MODULE,
+	.write = vmwlch_bench_write,
+	.read = vmwlch_bench_read,
+};
+#endif
+
 /* ---- module setup ---- */
 
 /*
@@ -493,6 +646,9 @@ int vmwlch_glue_init(void)
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct rcu_head) != 2 * sizeof(void *));
+	BUILD_BUG_ON(sizeof(atomic_t) != sizeof(int));
+
+	prandom_seed_full_state(&vmwlch_rnd);
 
 	ret = register_pernet_subsys(&vmwlch_net_ops);
 	if (ret)
@@ -505,6 +661,10 @@ int vmwlch_glue_init(void)
 		goto err_vmwlc;
 	schedule_work(&vmwlch_genl_work);
 	wait_for_completion_timeout(&vmwlch_genl_done, HZ / 5);
+#ifdef VMWLCH_BENCH
+	vmwlch_bench_file = debugfs_create_file("vmwlch_bench", 0600, NULL,
+						NULL, &vmwlch_bench_fops);
+#endif
 	return 0;
 
 err_vmwlc:
@@ -517,6 +677,9 @@ err_pernet:
 
 void vmwlch_glue_exit(void)
 {
+#ifdef VMWLCH_BENCH
+	debugfs_remove(vmwlch_bench_file);
+#endif
 	cancel_work_sync(&vmwlch_genl_work);
 	if (READ_ONCE(vmwlch_genl_registered))
 		genl_unregister_family(&vmwlch_genl_family);

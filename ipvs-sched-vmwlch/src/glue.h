@@ -13,6 +13,7 @@
 #define VMWLCH_GLUE_H
 
 #include <linux/types.h>
+#include <linux/atomic.h>
 
 struct ip_vs_service;
 struct ip_vs_dest;
@@ -34,6 +35,16 @@ struct vmwlch_live {
 	s32 overhead_term;
 	s32 inactconns;
 	u32 flags;
+};
+
+/* Addresses of a destination's live fields, so that schedule() reads them
+ * without a call per destination (Rust reads them with relaxed atomic loads,
+ * i.e. like atomic_read()/READ_ONCE()). */
+struct vmwlch_dest_fields {
+	const atomic_t *weight;
+	const atomic_t *activeconns;
+	const atomic_t *overhead_term;	/* see struct vmwlch_live */
+	const unsigned int *flags;
 };
 
 /* ---- implemented in Rust (vmwlch.rs) ---- */
@@ -60,11 +71,15 @@ int vmwlch_rs_fill_host(void *state, u32 idx, u32 *member_off,
 			struct sk_buff *skb, u32 portid, u32 seq, int flags);
 /* Look a host up by name (NUL-terminated); returns its index or -ENOENT. */
 int vmwlch_rs_host_index(void *state, const char *name);
+/* First tracked service (benchmark build only). */
+struct ip_vs_service *vmwlch_rs_bench_svc(void *state);
 int vmwlch_rs_fill_info(void *state, struct sk_buff *skb, u32 portid,
-			u32 seq);
+			u32 seq, u64 decisions, u64 no_dest);
 
 /* ---- implemented in C (glue.c), called from Rust ---- */
 void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out);
+void vmwlch_dest_fields(const struct ip_vs_dest *dest,
+			struct vmwlch_dest_fields *out);
 /* Address of a destination: returns the family (AF_INET/AF_INET6) and
  * copies 16 bytes (IPv4 in the first 4). */
 u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16);

@@ -65,7 +65,11 @@ impl<'a> Iterator for Attrs<'a> {
         let ty = u16::from_ne_bytes([rest[2], rest[3]]) & NLA_TYPE_MASK;
         let Some(payload) = rest.get(4..len) else {
             self.pos = self.buf.len();
-            return Some(Err(reject(EINVAL, kernel::c_str!("malformed attribute"), Some(off))));
+            return Some(Err(reject(
+                EINVAL,
+                kernel::c_str!("malformed attribute"),
+                Some(off),
+            )));
         };
         self.pos += (len + 3) & !3;
         Some(Ok(Nla { ty, payload, off }))
@@ -86,8 +90,7 @@ fn nla_u32(p: &[u8]) -> Option<u32> {
 fn valid_name(n: &[u8]) -> bool {
     !n.is_empty()
         && n.len() < VMWLCH_HOST_NAME_MAX
-        && n
-            .iter()
+        && n.iter()
             .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-' | b':'))
 }
 
@@ -106,10 +109,19 @@ fn parse_host_attrs<'a>(buf: &'a [u8], base: usize, cmd: u8) -> Result<HostReq<'
         match a.ty {
             VMWLCH_A_HOST_NAME => r.name = Some(a),
             VMWLCH_A_HOST_WEIGHT => {
-                let w = nla_u32(a.payload)
-                    .ok_or_else(|| reject(EINVAL, kernel::c_str!("HOST_WEIGHT must be a u32"), Some(a.off)))?;
+                let w = nla_u32(a.payload).ok_or_else(|| {
+                    reject(
+                        EINVAL,
+                        kernel::c_str!("HOST_WEIGHT must be a u32"),
+                        Some(a.off),
+                    )
+                })?;
                 if w > VMWLCH_MAX_WEIGHT {
-                    return Err(reject(EINVAL, kernel::c_str!("host weight above 65535"), Some(a.off)));
+                    return Err(reject(
+                        EINVAL,
+                        kernel::c_str!("host weight above 65535"),
+                        Some(a.off),
+                    ));
                 }
                 r.weight = Some(w);
             }
@@ -148,7 +160,11 @@ fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
     for a in attrs(nest.payload, nest.off + 4) {
         let a = a?;
         if a.ty != VMWLCH_MEMBER_A_ADDR {
-            return Err(reject(EINVAL, kernel::c_str!("unknown member attribute"), Some(a.off)));
+            return Err(reject(
+                EINVAL,
+                kernel::c_str!("unknown member attribute"),
+                Some(a.off),
+            ));
         }
         let addr = Addr::from_wire(a.payload).ok_or_else(|| {
             reject(
@@ -158,7 +174,11 @@ fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
             )
         })?;
         if v.len() >= VMWLCH_MAX_MEMBERS {
-            return Err(reject(E2BIG, kernel::c_str!("too many member addresses (limit 65536)"), Some(a.off)));
+            return Err(reject(
+                E2BIG,
+                kernel::c_str!("too many member addresses (limit 65536)"),
+                Some(a.off),
+            ));
         }
         v.push(addr, GFP_KERNEL).map_err(|_| oom())?;
     }
@@ -183,7 +203,11 @@ fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
 fn map_members(inner: &mut Inner, idx: u32, addrs: &[Addr]) -> Result<(), Reject> {
     let new = addrs.iter().filter(|a| inner.host_of(a).is_none()).count();
     if inner.members.len() + new > VMWLCH_MAX_MEMBERS {
-        return Err(reject(ENOSPC, kernel::c_str!("too many mapped addresses (limit 65536)"), None));
+        return Err(reject(
+            ENOSPC,
+            kernel::c_str!("too many mapped addresses (limit 65536)"),
+            None,
+        ));
     }
     inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
     // Nothing below can fail.
@@ -201,11 +225,20 @@ fn map_members(inner: &mut Inner, idx: u32, addrs: &[Addr]) -> Result<(), Reject
                 }
             }
             Err(_) => {
-                let _ = inner.members.push(Member { addr: *a, host: idx }, GFP_KERNEL);
+                let _ = inner.members.push(
+                    Member {
+                        addr: *a,
+                        host: idx,
+                    },
+                    GFP_KERNEL,
+                );
             }
         }
     }
-    inner.members.as_mut_slice().sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+    inner
+        .members
+        .as_mut_slice()
+        .sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
     Ok(())
 }
 
@@ -213,27 +246,44 @@ fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<()
     let name = req_name(r)?;
     let addrs = match r.members {
         Some(m) => parse_members(m)?,
-        None if add_only => return Err(reject(EINVAL, kernel::c_str!("missing HOST_MEMBERS"), None)),
+        None if add_only => {
+            return Err(reject(EINVAL, kernel::c_str!("missing HOST_MEMBERS"), None))
+        }
         None => KVec::new(),
     };
     let idx = match inner.host_index(name) {
         Some(i) => i,
         None if add_only => {
-            return Err(reject(ENOENT, kernel::c_str!("no such host"), r.name.map(|a| a.off)))
+            return Err(reject(
+                ENOENT,
+                kernel::c_str!("no such host"),
+                r.name.map(|a| a.off),
+            ))
         }
         None => {
             if inner.hosts.len() >= VMWLCH_MAX_HOSTS {
-                return Err(reject(ENOSPC, kernel::c_str!("too many hosts (limit 1024)"), r.name.map(|a| a.off)));
+                return Err(reject(
+                    ENOSPC,
+                    kernel::c_str!("too many hosts (limit 1024)"),
+                    r.name.map(|a| a.off),
+                ));
             }
             // Make room for both changes before making either.
             inner.hosts.reserve(1, GFP_KERNEL).map_err(|_| oom())?;
             let new = addrs.iter().filter(|a| inner.host_of(a).is_none()).count();
             if inner.members.len() + new > VMWLCH_MAX_MEMBERS {
-                return Err(reject(ENOSPC, kernel::c_str!("too many mapped addresses (limit 65536)"), None));
+                return Err(reject(
+                    ENOSPC,
+                    kernel::c_str!("too many mapped addresses (limit 65536)"),
+                    None,
+                ));
             }
             inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
             let weight = r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT);
-            inner.hosts.push(Host::new(name, weight), GFP_KERNEL).map_err(|_| oom())?;
+            inner
+                .hosts
+                .push(Host::new(name, weight), GFP_KERNEL)
+                .map_err(|_| oom())?;
             inner.hosts.len() - 1
         }
     };
@@ -246,9 +296,13 @@ fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<()
 
 fn cmd_del_host(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
     let name = req_name(r)?;
-    let idx = inner
-        .host_index(name)
-        .ok_or_else(|| reject(ENOENT, kernel::c_str!("no such host"), r.name.map(|a| a.off)))?;
+    let idx = inner.host_index(name).ok_or_else(|| {
+        reject(
+            ENOENT,
+            kernel::c_str!("no such host"),
+            r.name.map(|a| a.off),
+        )
+    })?;
     inner.del_host(idx);
     Ok(())
 }
@@ -264,10 +318,18 @@ fn cmd_del_members(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
             .host_index(n)
             .ok_or_else(|| reject(ENOENT, kernel::c_str!("no such host"), Some(name.off)))?;
         if addrs.iter().any(|a| inner.host_of(a) != Some(idx as u32)) {
-            return Err(reject(ENOENT, kernel::c_str!("an address is not mapped to this host"), Some(nest.off)));
+            return Err(reject(
+                ENOENT,
+                kernel::c_str!("an address is not mapped to this host"),
+                Some(nest.off),
+            ));
         }
     } else if addrs.iter().any(|a| inner.host_of(a).is_none()) {
-        return Err(reject(ENOENT, kernel::c_str!("an address is not mapped"), Some(nest.off)));
+        return Err(reject(
+            ENOENT,
+            kernel::c_str!("an address is not mapped"),
+            Some(nest.off),
+        ));
     }
     inner.unmap(&addrs);
     Ok(())
@@ -279,34 +341,65 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
     for a in attrs(buf, 0) {
         let a = a?;
         if a.ty != VMWLCH_A_HOST {
-            return Err(reject(EINVAL, kernel::c_str!("REPLACE_MAP takes only HOST attributes"), Some(a.off)));
+            return Err(reject(
+                EINVAL,
+                kernel::c_str!("REPLACE_MAP takes only HOST attributes"),
+                Some(a.off),
+            ));
         }
         let r = parse_host_attrs(a.payload, a.off + 4, VMWLCH_CMD_SET_HOST)?;
         let name = req_name(&r)?;
         if hosts.iter().any(|h| h.name() == name) {
-            return Err(reject(EINVAL, kernel::c_str!("duplicate host name"), r.name.map(|n| n.off)));
+            return Err(reject(
+                EINVAL,
+                kernel::c_str!("duplicate host name"),
+                r.name.map(|n| n.off),
+            ));
         }
         if hosts.len() >= VMWLCH_MAX_HOSTS {
-            return Err(reject(ENOSPC, kernel::c_str!("too many hosts (limit 1024)"), Some(a.off)));
+            return Err(reject(
+                ENOSPC,
+                kernel::c_str!("too many hosts (limit 1024)"),
+                Some(a.off),
+            ));
         }
         let idx = hosts.len() as u32;
         hosts
-            .push(Host::new(name, r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT)), GFP_KERNEL)
+            .push(
+                Host::new(name, r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT)),
+                GFP_KERNEL,
+            )
             .map_err(|_| oom())?;
         if let Some(m) = r.members {
             for addr in parse_members(m)?.iter() {
                 if members.len() >= VMWLCH_MAX_MEMBERS {
-                    return Err(reject(ENOSPC, kernel::c_str!("too many mapped addresses (limit 65536)"), Some(m.off)));
+                    return Err(reject(
+                        ENOSPC,
+                        kernel::c_str!("too many mapped addresses (limit 65536)"),
+                        Some(m.off),
+                    ));
                 }
                 members
-                    .push(Member { addr: *addr, host: idx }, GFP_KERNEL)
+                    .push(
+                        Member {
+                            addr: *addr,
+                            host: idx,
+                        },
+                        GFP_KERNEL,
+                    )
                     .map_err(|_| oom())?;
             }
         }
     }
-    members.as_mut_slice().sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+    members
+        .as_mut_slice()
+        .sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
     if members.windows(2).any(|w| w[0].addr == w[1].addr) {
-        return Err(reject(EINVAL, kernel::c_str!("an address is listed under two hosts"), None));
+        return Err(reject(
+            EINVAL,
+            kernel::c_str!("an address is listed under two hosts"),
+            None,
+        ));
     }
     inner.hosts = hosts;
     inner.members = members;
@@ -323,7 +416,11 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
         VMWLCH_CMD_DEL_HOST => {
             let r = parse_host_attrs(buf, 0, cmd)?;
             if r.weight.is_some() || r.members.is_some() {
-                return Err(reject(EINVAL, kernel::c_str!("DEL_HOST takes only HOST_NAME"), None));
+                return Err(reject(
+                    EINVAL,
+                    kernel::c_str!("DEL_HOST takes only HOST_NAME"),
+                    None,
+                ));
             }
             cmd_del_host(inner, &r)?;
         }
@@ -335,12 +432,22 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
         VMWLCH_CMD_FLUSH => {
             if let Some(a) = attrs(buf, 0).next() {
                 let off = a.map(|a| a.off).ok();
-                return Err(reject(EINVAL, kernel::c_str!("FLUSH takes no attributes"), off));
+                return Err(reject(
+                    EINVAL,
+                    kernel::c_str!("FLUSH takes no attributes"),
+                    off,
+                ));
             }
             inner.hosts = KVec::new();
             inner.members = KVec::new();
         }
-        _ => return Err(reject(Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32)), kernel::c_str!("unknown command"), None)),
+        _ => {
+            return Err(reject(
+                Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32)),
+                kernel::c_str!("unknown command"),
+                None,
+            ))
+        }
     }
     st.rebuild(inner);
     Ok(())
@@ -393,8 +500,12 @@ pub(crate) fn fill_host(
 }
 
 /// Writes the info reply.
-pub(crate) fn fill_info(st: &NetState, inner: &Inner, msg: &mut Msg) -> Result<(), MsgFull> {
-    use core::sync::atomic::Ordering::Relaxed;
+pub(crate) fn fill_info(
+    inner: &Inner,
+    decisions: u64,
+    no_dest: u64,
+    msg: &mut Msg,
+) -> Result<(), MsgFull> {
     let (svcs, dests) = inner.counts();
     msg.put_str(VMWLCH_A_INFO_VERSION, crate::VERSION.as_bytes())?;
     msg.put_u32(VMWLCH_A_INFO_MAX_HOSTS, VMWLCH_MAX_HOSTS as u32)?;
@@ -403,8 +514,8 @@ pub(crate) fn fill_info(st: &NetState, inner: &Inner, msg: &mut Msg) -> Result<(
     msg.put_u32(VMWLCH_A_INFO_MEMBERS, inner.members.len() as u32)?;
     msg.put_u32(VMWLCH_A_INFO_SERVICES, svcs as u32)?;
     msg.put_u32(VMWLCH_A_INFO_DESTS, dests as u32)?;
-    msg.put_u64(VMWLCH_A_INFO_DECISIONS, st.decisions.load(Relaxed))?;
-    msg.put_u64(VMWLCH_A_INFO_NO_DEST, st.no_dest.load(Relaxed))?;
+    msg.put_u64(VMWLCH_A_INFO_DECISIONS, decisions)?;
+    msg.put_u64(VMWLCH_A_INFO_NO_DEST, no_dest)?;
     msg.put_u32(VMWLCH_A_INFO_GENERATION, inner.generation)?;
     Ok(())
 }

@@ -131,6 +131,10 @@ pub const fn mul_wide(a: u64, b: u64) -> (u64, u64) {
 /// the result to be the ratio order.
 #[must_use]
 pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
+    if (n1 | d1 | n2 | d2) >> 32 == 0 {
+        // The common case: products of values below 2^32 fit in 64 bits.
+        return n1.wrapping_mul(d2).cmp(&n2.wrapping_mul(d1));
+    }
     mul_wide(n1, d2).cmp(&mul_wide(n2, d1))
 }
 

@@ -16,7 +16,7 @@
 //!   snapshot that still names it is freed only after an RCU grace period.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use kernel::alloc::AllocError;
 use kernel::prelude::*;
@@ -105,6 +105,7 @@ struct Svc {
 struct SnapDest {
     dest: *mut IpVsDest,
     svc: usize,
+    fields: ffi::DestFields,
 }
 
 /// An immutable view for `schedule()`: every tracked destination grouped by
@@ -139,16 +140,20 @@ impl Cluster for Snapshot {
                 overloaded: true,
             };
         };
+        let f = &d.fields;
         // SAFETY: snapshots are read under rcu_read_lock() (schedule) and
         // name only destinations that IPVS frees after a grace period that
-        // starts after this snapshot was unpublished (type invariants).
-        let r = unsafe { ffi::dest_live(d.dest) };
-        Live {
-            weight: r.weight,
-            activeconns: r.activeconns,
-            // The core's overhead is active*256 + this term: IPVS's own measure.
-            inactconns: r.overhead_term,
-            overloaded: r.flags & ffi::IP_VS_DEST_F_OVERLOAD != 0,
+        // starts after this snapshot was unpublished (type invariants); the
+        // field addresses point into such a destination. Relaxed loads are
+        // what atomic_read()/READ_ONCE() do.
+        unsafe {
+            Live {
+                weight: (*f.weight).load(Ordering::Relaxed),
+                activeconns: (*f.activeconns).load(Ordering::Relaxed),
+                // The core's overhead is active*256 + this term: IPVS's own measure.
+                inactconns: (*f.overhead_term).load(Ordering::Relaxed),
+                overloaded: core::ptr::read_volatile(f.flags) & ffi::IP_VS_DEST_F_OVERLOAD != 0,
+            }
         }
     }
 }
@@ -164,8 +169,6 @@ pub(crate) struct Inner {
 /// The per-namespace state; C holds it as an opaque pointer.
 pub(crate) struct NetState {
     snap: AtomicPtr<Snapshot>,
-    pub(crate) decisions: AtomicU64,
-    pub(crate) no_dest: AtomicU64,
     inner: UnsafeCell<Inner>,
 }
 
@@ -276,6 +279,15 @@ impl Inner {
         (a, i, n)
     }
 
+    /// The first tracked service (null if none).
+    pub(crate) fn first_service(&self) -> *mut IpVsService {
+        self.svcs
+            .iter()
+            .flatten()
+            .next()
+            .map_or(core::ptr::null_mut(), |s| s.svc)
+    }
+
     fn svc_slot(&mut self, svc: *mut IpVsService) -> Option<&mut Svc> {
         self.svcs
             .iter_mut()
@@ -299,7 +311,13 @@ impl Inner {
                 // SAFETY: `d` is on the service's list under the config mutex.
                 let (af, bytes) = ffi::dest_addr(d);
                 dests
-                    .push(Dest { dest: d, addr: Addr { af, bytes } }, GFP_KERNEL)
+                    .push(
+                        Dest {
+                            dest: d,
+                            addr: Addr { af, bytes },
+                        },
+                        GFP_KERNEL,
+                    )
                     .map_err(|_| ENOMEM.to_errno())
             })
         };
@@ -340,7 +358,13 @@ impl Inner {
         if s.dests.iter().any(|d| core::ptr::eq(d.dest, dest)) {
             return Ok(());
         }
-        s.dests.push(Dest { dest, addr: Addr { af, bytes } }, GFP_KERNEL)?;
+        s.dests.push(
+            Dest {
+                dest,
+                addr: Addr { af, bytes },
+            },
+            GFP_KERNEL,
+        )?;
         Ok(())
     }
 
@@ -369,6 +393,8 @@ impl Inner {
                 let sd = SnapDest {
                     dest: d.dest,
                     svc: svc.svc as usize,
+                    // SAFETY: tracked destinations are live under the mutex.
+                    fields: unsafe { ffi::dest_fields(d.dest) },
                 };
                 keyed.push((key, sd), GFP_KERNEL)?;
             }
@@ -420,8 +446,6 @@ impl NetState {
         KBox::new(
             Self {
                 snap: AtomicPtr::new(core::ptr::null_mut()),
-                decisions: AtomicU64::new(0),
-                no_dest: AtomicU64::new(0),
                 inner: UnsafeCell::new(Inner {
                     hosts: KVec::new(),
                     members: KVec::new(),
@@ -484,16 +508,8 @@ impl NetState {
                 .and_then(|i| snap.dests.get(i))
                 .map(|d| d.dest)
         });
-        match chosen {
-            Some(d) => {
-                self.decisions.fetch_add(1, Ordering::Relaxed);
-                d
-            }
-            None => {
-                self.no_dest.fetch_add(1, Ordering::Relaxed);
-                core::ptr::null_mut()
-            }
-        }
+        // The glue counts decisions per CPU.
+        chosen.unwrap_or(core::ptr::null_mut())
     }
 
     /// Frees a retired snapshot (the RCU callback).

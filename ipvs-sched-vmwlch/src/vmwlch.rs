@@ -47,7 +47,10 @@ impl kernel::Module for VmwlchModule {
         if ret != 0 {
             return Err(Error::from_errno(ret));
         }
-        pr_info!("vmwlc and vmwlch schedulers registered (version {})\n", VERSION);
+        pr_info!(
+            "vmwlc and vmwlch schedulers registered (version {})\n",
+            VERSION
+        );
         Ok(VmwlchModule)
     }
 }
@@ -322,20 +325,33 @@ unsafe extern "C" fn vmwlch_rs_fill_info(
     skb: *mut SkBuff,
     portid: u32,
     seq: u32,
+    decisions: u64,
+    no_dest: u64,
 ) -> c_int {
     // SAFETY: per the contract.
-    let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
-    let inner = unsafe { st.inner_mut() };
+    let inner = unsafe { state(st).inner_mut() };
     // SAFETY: `skb` is valid and ours (contract).
-    let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, 0, uapi::VMWLCH_CMD_GET_INFO) }) else {
+    let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, 0, uapi::VMWLCH_CMD_GET_INFO) })
+    else {
         return -(kernel::bindings::EMSGSIZE as c_int);
     };
-    match nl::fill_info(st, inner, &mut msg) {
+    match nl::fill_info(inner, decisions, no_dest, &mut msg) {
         Ok(()) => {
             msg.end();
             0
         }
         Err(_) => -(kernel::bindings::EMSGSIZE as c_int),
     }
+}
+
+/// The first tracked service, for the benchmark build's debugfs timer.
+///
+/// # Safety
+///
+/// `st` is a live state and `vmwlch_mutex` is held.
+#[no_mangle]
+unsafe extern "C" fn vmwlch_rs_bench_svc(st: *mut c_void) -> *mut IpVsService {
+    // SAFETY: per the contract.
+    let inner = unsafe { state(st).inner_mut() };
+    inner.first_service()
 }

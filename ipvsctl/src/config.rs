@@ -308,10 +308,17 @@ pub fn parse_sections(text: &str) -> Result<(ClusterConfig, Desired), Vec<Config
     }
     let sec: Sections = match serde_yaml::from_str::<Option<Sections>>(text) {
         Ok(Some(s)) => s,
-        Ok(None) => Sections { services: None, hosts: None },
+        Ok(None) => Sections {
+            services: None,
+            hosts: None,
+        },
         Err(e) => return Err(vec![yaml_error(&e)]),
     };
-    let cfg = ClusterConfig { services: sec.services, hosts: sec.hosts, options: Options::default() };
+    let cfg = ClusterConfig {
+        services: sec.services,
+        hosts: sec.hosts,
+        options: Options::default(),
+    };
     let loc = Locator::new(text);
     match validate(&cfg) {
         Ok(d) => Ok((cfg, d)),
@@ -319,20 +326,33 @@ pub fn parse_sections(text: &str) -> Result<(ClusterConfig, Desired), Vec<Config
             .into_iter()
             .map(|(path, message)| {
                 let (line, column) = loc.find(&path);
-                ConfigError { path, line, column, message }
+                ConfigError {
+                    path,
+                    line,
+                    column,
+                    message,
+                }
             })
             .collect()),
     }
 }
 
 fn yaml_error(e: &serde_yaml::Error) -> ConfigError {
-    let (line, column) = e.location().map(|l| (Some(l.line()), Some(l.column()))).unwrap_or((None, None));
+    let (line, column) = e
+        .location()
+        .map(|l| (Some(l.line()), Some(l.column())))
+        .unwrap_or((None, None));
     let mut msg = e.to_string();
     // serde_yaml appends " at line L column C"; the location is printed first.
     if let Some(i) = msg.rfind(" at line ") {
         msg.truncate(i);
     }
-    ConfigError { path: String::new(), line, column, message: msg }
+    ConfigError {
+        path: String::new(),
+        line,
+        column,
+        message: msg,
+    }
 }
 
 fn valid_sched_name(s: &str) -> bool {

@@ -34,7 +34,10 @@ fn ipvsadm_help_and_version_without_kernel() {
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_ipvsctl"), &link).unwrap();
     let o = Command::new(&link).arg("-v").output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&o.stdout), "ipvsadm v1.31 2019/12/24 (compiled with popt and IPVS v1.2.1)\n");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "ipvsadm v1.31 2019/12/24 (compiled with popt and IPVS v1.2.1)\n"
+    );
     let o = Command::new(&link).arg("-h").output().unwrap();
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("/ipvsadm -A|E virtual-service"));
@@ -46,16 +49,30 @@ fn bad_files_fail_before_touching_the_kernel() {
     let dir = std::env::temp_dir().join(format!("ipvsctl-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("bad.yaml");
-    std::fs::write(&f, "services:\n  - protocol: tcp\n    address: 10.0.0.1\n    port: 80\n    scheduler: \"\"\n").unwrap();
+    std::fs::write(
+        &f,
+        "services:\n  - protocol: tcp\n    address: 10.0.0.1\n    port: 80\n    scheduler: \"\"\n",
+    )
+    .unwrap();
     let o = bin().args(["apply", "-f"]).arg(&f).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.yaml:5:5: services[0].scheduler: scheduler name must be 1..15 bytes"), "{err}");
-    std::fs::write(&f, "services:\n  - protocol: tcp\n    address: 10.0.0.1\n    port: [80]\n").unwrap();
+    assert!(
+        err.contains("bad.yaml:5:5: services[0].scheduler: scheduler name must be 1..15 bytes"),
+        "{err}"
+    );
+    std::fs::write(
+        &f,
+        "services:\n  - protocol: tcp\n    address: 10.0.0.1\n    port: [80]\n",
+    )
+    .unwrap();
     let o = bin().args(["plan", "-f"]).arg(&f).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.yaml:4:11: services[0].port: invalid type"), "{err}");
+    assert!(
+        err.contains("bad.yaml:4:11: services[0].port: invalid type"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -63,6 +80,9 @@ fn bad_files_fail_before_touching_the_kernel() {
 fn usage_errors_exit_2() {
     let o = bin().args(["service", "add", "tcp"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let o = bin().args(["conn", "--file", "/nonexistent"]).output().unwrap();
+    let o = bin()
+        .args(["conn", "--file", "/nonexistent"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
 }

@@ -263,9 +263,12 @@ fn default_garp_repeat() -> Count {
 fn default_garp_interval() -> Millis {
     Millis(50)
 }
-/// Just past the kernel's default ARP `locktime` (1 s): a neighbour entry
-/// refreshed by the old master shortly before the takeover ignores the first
-/// burst, but not this one.
+/// The repeated burst is for neighbours that missed the first one (a lost
+/// frame, a switch still learning the port). ARP `locktime` is no reason for
+/// it: Linux applies a gratuitous ARP request (sender IP = target IP, as sent
+/// here) to an existing entry even within locktime (`arp_is_garp()` in
+/// net/ipv4/arp.c); the SIGTERM traces of scripts/bench-failover.sh show the
+/// client's entry switching at the first frame.
 fn default_garp_refresh() -> Millis {
     Millis(1100)
 }

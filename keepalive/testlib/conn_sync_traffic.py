@@ -241,7 +241,7 @@ def main():
             d["gaps"] = [
                 [round(a, 1), round(b, 1)]
                 for a, b in zip(c.done, c.done[1:])
-                if b - a > 3 * a_interval_ms and b > kill_ms - 1000
+                if b - a > 3 * a_interval_ms and kill_ms - 1000 < b < cut_ms + 10000
             ]
         out["conns"].append(d)
     print(json.dumps(out), flush=True)

@@ -30,9 +30,10 @@
 # Checks: the backup holds synced ESTABLISHED entries for every client
 # connection before the failure; after it, every long-lived connection keeps
 # exchanging data through the new master (no reset, same real server) and new
-# connections are served. Prints the takeover time (failure -> both VIPs on
-# fe2) and the stall each connection saw (TCP retransmission timers add to
-# the takeover time: RTO 200 ms, then 400, 800 ms...).
+# connections are served; the new master runs the master sync daemon. Prints
+# the takeover time per LAN (old master's last advert -> new master's first,
+# from a capture) and the stall each connection saw (TCP retransmission
+# timers add to the takeover: RTO 200 ms, then 400, 800 ms...).
 source "$(dirname "$0")/../lib.sh"
 in_vm || skip "run through scripts/vm.sh"
 source "$REPO/keepalive/testlib/netns.sh"
@@ -175,22 +176,29 @@ wait_until 30 gone "$traffic" || fail "traffic driver did not finish"
 rc=0; wait "$traffic" || rc=$?
 summary=$(cat "$T/out")
 [ -n "$summary" ] || fail "no traffic summary: $(cat "$T/err")"
-log "summary: $summary"
-python3 - "$summary" "$T/vrrp" "$NCONN" <<'PY' >&2 || fail "connections did not survive the failover"
+[ "${KA_VERBOSE:-0}" = 1 ] && log "summary: $summary"
+python3 - "$summary" "$T/vrrp" "$NCONN" "$T0" <<'PY' >&2 || fail "connections did not survive the failover"
 import json, re, sys
 s = json.loads(sys.argv[1])
-n = int(sys.argv[3])
+n, t0 = int(sys.argv[3]), float(sys.argv[4])
 adverts = {}  # source -> [capture times in ms]
 for line in open(sys.argv[2]):
     m = re.match(r"(\d+\.\d+) .*IP (\S+) > 224\.0\.0\.18: VRRP", line)
     if m:
         adverts.setdefault(m.group(2), []).append(float(m.group(1)) * 1000)
 def takeover(old, new):
-    """Old master's last advert -> new master's first (the failure lies in
-    the 100 ms after that last advert)."""
-    if not adverts.get(old) or not adverts.get(new):
+    """Old master's last advert -> new master's first after the failure
+    began (the failure lies in the 100 ms after that last advert)."""
+    first = [t for t in adverts.get(new, []) if t >= t0]
+    last = [t for t in adverts.get(old, []) if first and t < first[0]]
+    early = [t for t in adverts.get(new, []) if t < t0]
+    if early:
+        # a loaded emulator can starve a backup past its master-down timer
+        print("[keepalive-conn-sync] note: %s advertised %d times before the failure"
+              " (spurious takeover, %.0f ms before it)" % (new, len(early), t0 - early[0]))
+    if not first or not last:
         return None, None
-    return adverts[new][0] - adverts[old][-1], adverts[old][-1]
+    return first[0] - last[-1], last[-1]
 took, last_old = takeover("192.0.2.1", "192.0.2.2")
 took_gw, _ = takeover("10.1.0.1", "10.1.0.2")
 conns, new = s["conns"], s["new"]
@@ -219,6 +227,7 @@ print("[keepalive-conn-sync] %d/%d established connections kept (real servers %s
          sum(1 for x in new if x["ok"]), len(new)))
 for c in conns:
     if c not in kept:
+        c.pop("gaps", None)
         print("[keepalive-conn-sync] lost: %s" % c)
 for x in new:
     if not x["ok"]:

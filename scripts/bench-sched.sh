@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): in-kernel cost of one scheduling decision of vmwlch
+# against wlc, with 20 and with 1000 tracked destinations, side by side in one
+# VM run; prints the ratios. Uses a benchmark build of the module (debugfs timer).
+#
+# Under qemu's software emulation absolute times are inflated; the ratios are
+# what this measures.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+[ "${SKIP_SETUP:-0}" = 1 ] || "$REPO/scripts/setup.sh" --no-cargo >&2
+KB="$(kernel_build_dir)"
+B="$CACHE/bench-module"
+rm -rf "$B"; mkdir -p "$B"
+cp -r "$REPO/ipvs-sched-vmwlch/Kbuild" "$REPO/ipvs-sched-vmwlch/Makefile" \
+    "$REPO/ipvs-sched-vmwlch/src" "$REPO/ipvs-sched-vmwlch/include" "$B/"
+make -s -C "$B" KDIR="$KB" BINDGEN="$TOOLS/bin/bindgen" VMWLCH_BENCH=1 >&2
+echo "# vmwlch vs wlc scheduling cost ($(date -u +%F), kernel $(cat "$KB/include/config/kernel.release"), $(grep -c ^processor /proc/cpuinfo) host cores)"
+"$REPO/scripts/vm.sh" -- sh -c "insmod $B/ip_vs_vmwlch.ko && python3 $REPO/tests/py/bench_sched.py"

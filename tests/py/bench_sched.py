@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""In-kernel cost of one scheduling decision, vmwlch against wlc, measured side
+by side by the benchmark build of the module (debugfs vmwlch_bench) on the same
+service and destinations. Run inside the test VM by scripts/bench-sched.sh."""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from ipvslab import Lab  # noqa: E402
+from vmwlch_nl import Vmwlch  # noqa: E402
+
+BENCH = "/sys/kernel/debug/vmwlch_bench"
+
+
+def bench(lab, iters):
+    # The timer runs in the writer's network namespace: enter the director's
+    # (only the network namespace, so debugfs stays mounted).
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{lab.lb}", os.O_RDONLY)
+    try:
+        assert libc.setns(target, 0x40000000) == 0, "setns"
+        with open(BENCH, "w") as f:
+            f.write(str(iters))
+        out = open(BENCH).read()
+    finally:
+        libc.setns(own, 0x40000000)
+        os.close(own)
+        os.close(target)
+    kv = dict(x.split("=") for x in out.split())
+    return int(kv["vmwlch_ns"]), int(kv["wlc_ns"])
+
+
+def scenario(n_dests, per_host, conns, iters, rows):
+    addrs = [f"10.1.{1 + i // 250}.{i % 250 + 1}" for i in range(n_dests)]
+    lab = Lab(f"b{n_dests}", rs_addrs4=[], port=80)
+    # Addresses in one exec (ip -batch): execs are slow under emulation.
+    batch = "".join(f"addr add {a}/16 dev r0\n" for a in addrs)
+    subprocess.run(["ip", "-n", lab.rs, "-batch", "-"], input=batch, text=True, check=True)
+    restore = "-A -t 10.0.0.1:80 -s vmwlch\n" + "".join(
+        f"-a -t 10.0.0.1:80 -r {a}:80 -m -w {1 + i % 3}\n" for i, a in enumerate(addrs))
+    subprocess.run(
+        ["ip", "netns", "exec", lab.lb, "ipvsadm", "-R"], input=restore, text=True, check=True)
+    hosts = {f"h{h}": (1 + h % 4, addrs[h * per_host:(h + 1) * per_host]) for h in range(n_dests // per_host)}
+    Vmwlch(lab.lb).replace(hosts)
+    n_hosts = len(hosts)
+    h, w = bench(lab, iters)
+    rows.append((n_dests, n_hosts, "idle (all tied)", h, w))
+    for _ in range(conns):
+        lab.connect("10.0.0.1", 80)
+    h, w = bench(lab, iters)
+    rows.append((n_dests, n_hosts, f"{conns} connections", h, w))
+    lab.close()
+
+
+def main():
+    rows = []
+    scenario(20, 4, 200, 20000, rows)
+    scenario(1000, 20, 1200, 2000, rows)
+    print(f"{'dests':>6} {'hosts':>6} {'load':<18} {'vmwlch ns':>10} {'wlc ns':>8} {'ratio':>6}")
+    for d, hs, load, h, w in rows:
+        print(f"{d:>6} {hs:>6} {load:<18} {h:>10} {w:>8} {h / max(w, 1):>6.2f}")
+    by = {(d, load.startswith("idle")): (h, w) for d, _, load, h, w in rows}
+    for idle in (True, False):
+        (h20, w20), (h1k, w1k) = by[(20, idle)], by[(1000, idle)]
+        print(f"growth 20 -> 1000 destinations ({'idle' if idle else 'loaded'}): "
+              f"vmwlch x{h1k / max(h20, 1):.1f}, wlc x{w1k / max(w20, 1):.1f} (x50 destinations)")
+
+
+if __name__ == "__main__":
+    main()
