@@ -4,10 +4,14 @@
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${VMWLCH_CACHE:-/var/cache/vmwlch}"
 KFRAG="$REPO/kernel/vmwlch-test.config"
+# VMWLCH_KERNEL_VARIANT=bench selects the benchmark kernel (no KASAN/lockdep),
+# built by scripts/setup.sh --bench-kernel.
+KVARIANT="${VMWLCH_KERNEL_VARIANT:-test}"
+KFRAGS=("$KFRAG")
+[ "$KVARIANT" = test ] || KFRAGS+=("$REPO/kernel/vmwlch-$KVARIANT.config")
 KSRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
 TOOLS="$CACHE/tools"
-VENV="$CACHE/venv"
-export PATH="$TOOLS/bin:$VENV/bin:$PATH"
+export PATH="$TOOLS/bin:$PATH"
 
 # Kernel builds use Debian's rustc (it has the core/alloc sources the kernel needs);
 # user-space crates keep using rustup's cargo/rustc.
@@ -21,7 +25,7 @@ kernel_src_version() {
 kernel_key() {
     {
         kernel_src_version
-        sha256sum "$KFRAG" | cut -d' ' -f1
+        cat "${KFRAGS[@]}" | sha256sum | cut -d' ' -f1
         /usr/bin/rustc --version 2>/dev/null
         clang --version 2>/dev/null | head -1
         "$TOOLS/bin/bindgen" --version 2>/dev/null
@@ -29,7 +33,11 @@ kernel_key() {
 }
 
 kernel_src_dir() { echo "$CACHE/src/linux-source-6.12-$(kernel_src_version)"; }
-kernel_build_dir() { echo "$CACHE/kernel/$(kernel_src_version)-$(kernel_key)"; }
+kernel_build_dir() {
+    local v=""
+    [ "$KVARIANT" = test ] || v="-$KVARIANT"
+    echo "$CACHE/kernel/$(kernel_src_version)-$(kernel_key)$v"
+}
 
 log() { printf '\033[1m[%s]\033[0m %s\n' "$(basename "$0")" "$*" >&2; }
 die() { printf '\033[31m[%s] error:\033[0m %s\n' "$(basename "$0")" "$*" >&2; exit 1; }

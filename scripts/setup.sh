@@ -7,13 +7,16 @@
 #
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-cargo skip the user-space release build
+#   scripts/setup.sh --bench-kernel  also build the benchmark kernel (no KASAN/lockdep)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 DO_CARGO=1
+DO_BENCH_KERNEL=0
 for a in "$@"; do
     case "$a" in
         --no-cargo) DO_CARGO=0 ;;
+        --bench-kernel) DO_BENCH_KERNEL=1 ;;
         -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
         *) die "unknown option '$a' (try --help)" ;;
     esac
@@ -28,8 +31,9 @@ PACKAGES=(
     # kernel toolchain (Rust-for-Linux on 6.12: Debian's rustc-web has core/alloc sources)
     rustc-web rust-web-src linux-source-6.12 clang lld llvm libclang-dev
     flex bison bc libelf-dev libssl-dev cpio kmod make xz-utils
-    # test VM: qemu + virtme-ng (needs udev in the guest for its virtio-serial I/O)
-    qemu-system-x86 udev python3-venv busybox-static
+    # test VM: qemu (the guest runs scripts/vm-init.sh over the host's root
+    # filesystem), busybox for its reboot, python3 for the test drivers
+    qemu-system-x86 busybox-static python3
     # reference tools and traffic helpers for the tests
     ipvsadm keepalived socat iproute2 iputils-ping procps psmisc curl tcpdump
     # the demo's plot
@@ -57,14 +61,6 @@ install_bindgen() {
     fi
 }
 
-install_vng() {
-    if ! "$VENV/bin/vng" --version >/dev/null 2>&1; then
-        log "installing virtme-ng into $VENV"
-        python3 -m venv "$VENV"
-        "$VENV/bin/pip" install -q 'virtme-ng==1.42'
-    fi
-}
-
 extract_kernel() {
     local src; src="$(kernel_src_dir)"
     if [ ! -f "$src/.extracted" ]; then
@@ -87,14 +83,18 @@ build_kernel() {
     rm -rf "$out"; mkdir -p "$out"
     local t0=$SECONDS
     make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" tinyconfig
-    "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$KFRAG" >/dev/null
+    "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${KFRAGS[@]}" >/dev/null
     make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" olddefconfig
     # olddefconfig silently drops options whose dependencies fail (RUST above all).
-    local missing=0
-    while IFS= read -r line; do
-        case "$line" in CONFIG_*=y|CONFIG_*=m) ;; *) continue ;; esac
-        grep -qx "$line" "$out/.config" || { echo "  not set: $line" >&2; missing=1; }
-    done < "$KFRAG"
+    local missing=0 opt
+    declare -A want=()
+    while IFS= read -r line; do          # later fragments override earlier ones
+        case "$line" in CONFIG_*=*) want["${line%%=*}"]="$line" ;; esac
+    done < <(cat "${KFRAGS[@]}")
+    for opt in "${!want[@]}"; do
+        case "${want[$opt]}" in *=y|*=m) ;; *) continue ;; esac
+        grep -qx "${want[$opt]}" "$out/.config" || { echo "  not set: ${want[$opt]}" >&2; missing=1; }
+    done
     [ $missing = 0 ] || die "the kernel config lost options above (is 'make rustavailable' happy?)"
     make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" -j"$(nproc)" bzImage modules
     touch "$out/.built"
@@ -114,11 +114,25 @@ build_cargo() {
     (cd "$REPO" && cargo build --release --workspace --quiet)
 }
 
+prune_kernels() {
+    # Keep only the builds the current inputs would use (each is ~1-2 GB).
+    local keep=("$(kernel_build_dir)")
+    keep+=("$(VMWLCH_KERNEL_VARIANT=bench bash -c "source '$REPO/scripts/common.sh'; kernel_build_dir")")
+    local d
+    for d in "$CACHE"/kernel/*; do
+        [ -d "$d" ] || continue
+        [[ " ${keep[*]} " == *" $d "* ]] || { log "removing stale kernel build $d"; rm -rf "$d"; }
+    done
+}
+
 install_packages
 install_bindgen
-install_vng
 extract_kernel
+prune_kernels
 build_kernel
 build_module
+if [ $DO_BENCH_KERNEL = 1 ]; then
+    (KVARIANT=bench; KFRAGS=("$KFRAG" "$REPO/kernel/vmwlch-bench.config"); build_kernel)
+fi
 [ $DO_CARGO = 0 ] || build_cargo
 log "ready: kernel $(kernel_build_dir)"

@@ -13,7 +13,9 @@ mkdir -p "/lib/modules/$rel/extra"
 for f in modules.order modules.builtin modules.builtin.modinfo; do
     [ -f "$KB/$f" ] && cp "$KB/$f" "/lib/modules/$rel/"
 done
-[ -f "$ko" ] && cp "$ko" "/lib/modules/$rel/extra/"
+# The repository's module is built for the test kernel; other variants
+# (the benchmark kernel) load their own build explicitly.
+[ "${VMWLCH_KERNEL_VARIANT:-test}" = test ] && [ -f "$ko" ] && cp "$ko" "/lib/modules/$rel/extra/"
 depmod -a "$rel" 2>/dev/null
 
 exec "$@"

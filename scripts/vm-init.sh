@@ -8,11 +8,12 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/r
 export PYTHONDONTWRITEBYTECODE=1
 mount -t proc proc /proc
 read -r cmdline < /proc/cmdline
-work="" cwd="/"
+work="" cwd="/" out=""
 for a in $cmdline; do
     case "$a" in
         vmwlch.work=*) work="${a#vmwlch.work=}" ;;
         vmwlch.cwd=*) cwd="${a#vmwlch.cwd=}" ;;
+        vmwlch.out=*) out="${a#vmwlch.out=}" ;;
     esac
 done
 mark() { echo "vm-init: $*" > /dev/kmsg; }
@@ -30,6 +31,7 @@ mkdir -p /run/ovl/lib /run/ovl/work /run/netns /run/lock
 mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=/run/ovl/lib,workdir=/run/ovl/work /usr/lib
 mkdir -p "$work"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmwork "$work"
+[ -z "$out" ] || mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmout "$out"
 echo vmwlch-vm > /proc/sys/kernel/hostname
 stty -opost < /dev/ttyS0
 mark "ready to run"

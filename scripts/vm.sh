@@ -12,7 +12,8 @@
 #
 # Environment: VM_KVM=auto|0|1 (default auto: use KVM only where it was seen to
 # boot this kernel), VM_MEM (default 2G), VM_CPUS (default 2), VM_TIMEOUT seconds
-# (default 1200), VM_ALLOW_KERNEL_LOG=1 to skip the log check.
+# (default 1200), VM_ALLOW_KERNEL_LOG=1 to skip the log check, VM_OUTDIR=DIR a
+# host directory the guest can write (mounted at the same path).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -34,21 +35,34 @@ mkdir -p "$LOGDIR"
 # (9p, read-only), with the work directory shared writable for the command
 # script, its exit status and the kernel log.
 {
-    printf 'export VMWLCH_IN_VM=1 VMWLCH_KBUILD=%q PATH=%q:"$PATH"\n' "$KB" "$REPO/target/release"
+    printf 'export VMWLCH_IN_VM=1 VMWLCH_KBUILD=%q VMWLCH_KERNEL_VARIANT=%q PATH=%q:"$PATH"\n' \
+        "$KB" "$KVARIANT" "$REPO/target/release"
     printf 'exec %q %q' "$REPO/scripts/vm-guest.sh" "$KB"
     printf ' %q' "$@"
     printf '\n'
 } > "$WORK/run.sh"
 
+# VM_OUTDIR=DIR: a host directory the guest may write (same path), e.g. for
+# results the host plots afterwards.
+OUTDEV=() OUTARG=""
+if [ -n "${VM_OUTDIR:-}" ]; then
+    mkdir -p "$VM_OUTDIR"
+    VM_OUTDIR="$(cd "$VM_OUTDIR" && pwd)"
+    OUTDEV=(-fsdev "local,id=out,path=$VM_OUTDIR,security_model=none,multidevs=remap"
+        -device virtio-9p-pci,fsdev=out,mount_tag=vmout)
+    OUTARG=" vmwlch.out=$VM_OUTDIR"
+fi
+
 QEMU=(qemu-system-x86_64 -machine q35 -m "${VM_MEM:-2G}" -smp "${VM_CPUS:-2}"
     -nographic -no-reboot -nodefaults -serial stdio
     -kernel "$IMG"
-    -append "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check kasan_multi_shot rootfstype=9p root=/dev/root rootflags=version=9p2000.L,trans=virtio,msize=512000,cache=loose ro init=$REPO/scripts/vm-init.sh vmwlch.work=$WORK vmwlch.cwd=$PWD"
+    -append "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check kasan_multi_shot rootfstype=9p root=/dev/root rootflags=version=9p2000.L,trans=virtio,msize=512000,cache=loose ro init=$REPO/scripts/vm-init.sh vmwlch.work=$WORK vmwlch.cwd=$PWD$OUTARG"
     -fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
     -device virtio-9p-pci,fsdev=root,mount_tag=/dev/root
     -fsdev "local,id=work,path=$WORK,security_model=none,multidevs=remap"
     -device virtio-9p-pci,fsdev=work,mount_tag=vmwork
     -device virtio-rng-pci
+    ${OUTDEV[@]+"${OUTDEV[@]}"}
     -fw_cfg name=etc/sercon-port,string=0)
 
 # KVM cannot boot a normal kernel on some nested hosts (qemu asserts or hangs),
