@@ -105,7 +105,9 @@ build_module() {
     local out; out="$(kernel_build_dir)"
     if [ -f "$REPO/ipvs-sched-vmwlch/Kbuild" ]; then
         log "building ip_vs_vmwlch.ko"
-        make -s -C "$REPO/ipvs-sched-vmwlch" KDIR="$out"
+        # Warnings are errors here (the kernel's -W flags, missing_docs, etc.).
+        make -s -C "$REPO/ipvs-sched-vmwlch" KDIR="$out" BINDGEN="$TOOLS/bin/bindgen" \
+            KCFLAGS=-Werror KRUSTFLAGS=-Dwarnings
     fi
 }
 

@@ -37,6 +37,7 @@ step() { # name cmd...: a step counted as one test, output kept in a log
 
 echo "== static checks"
 step "cargo fmt --check" cargo fmt --all -- --check
+step "rustfmt --check (kernel module)" rustfmt --check --edition 2021 ipvs-sched-vmwlch/src/vmwlch.rs
 step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "== cargo test"

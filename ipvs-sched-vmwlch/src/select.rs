@@ -52,6 +52,7 @@ pub struct Live {
 /// The result is below `2^40`, so sums of up to `2^24` overheads never
 /// saturate in practice (they saturate rather than wrap if they would).
 #[must_use]
+#[inline(always)]
 pub fn overhead(l: &Live) -> u64 {
     let active = u64::from(l.activeconns.max(0).unsigned_abs());
     let inactive = u64::from(l.inactconns.max(0).unsigned_abs());
@@ -94,6 +95,7 @@ pub trait Cluster {
 }
 
 /// The destination index range of a group, clamped to the destination table.
+#[inline(always)]
 fn group_range(g: &HostGroup, dest_count: usize) -> (usize, usize) {
     let start = usize::try_from(g.start).unwrap_or(usize::MAX);
     let len = usize::try_from(g.len).unwrap_or(usize::MAX);
@@ -106,6 +108,7 @@ fn group_range(g: &HostGroup, dest_count: usize) -> (usize, usize) {
 /// Done with 32-bit limbs so that no `u128` arithmetic (and no compiler
 /// runtime helper such as `__multi3` on 32-bit architectures) is needed.
 #[must_use]
+#[inline]
 pub const fn mul_wide(a: u64, b: u64) -> (u64, u64) {
     const MASK: u64 = 0xffff_ffff;
     let (a_hi, a_lo) = (a >> 32, a & MASK);
@@ -130,6 +133,7 @@ pub const fn mul_wide(a: u64, b: u64) -> (u64, u64) {
 /// (`n1 * d2` against `n2 * d1`, 128-bit). Denominators must be positive for
 /// the result to be the ratio order.
 #[must_use]
+#[inline(always)]
 pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
     if (n1 | d1 | n2 | d2) >> 32 == 0 {
         // The common case: products of values below 2^32 fit in 64 bits.
@@ -152,6 +156,7 @@ struct Pick {
 /// Keeps in `best` the candidate with the least ratio. Among equal ratios it
 /// keeps each of the `ties` candidates seen so far with probability `1/ties`
 /// (reservoir sampling); `rng` is called only when a tie is met.
+#[inline(always)]
 fn offer<R: FnMut() -> u32>(best: &mut Option<Pick>, ties: &mut u32, cand: Pick, rng: &mut R) {
     let order = match best {
         None => Ordering::Less,

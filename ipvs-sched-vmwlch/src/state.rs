@@ -118,19 +118,25 @@ pub(crate) struct Snapshot {
     dests: KVec<SnapDest>,
 }
 
+// The scheduling loop calls these per destination: always inline (the test
+// kernels, like tinyconfig, optimise for size and would not).
 impl Cluster for Snapshot {
+    #[inline(always)]
     fn hosts(&self) -> &[HostGroup] {
         &self.groups
     }
 
+    #[inline(always)]
     fn dest_count(&self) -> usize {
         self.dests.len()
     }
 
+    #[inline(always)]
     fn dest_service(&self, dest: usize) -> usize {
         self.dests.get(dest).map_or(0, |d| d.svc)
     }
 
+    #[inline(always)]
     fn live(&self, dest: usize) -> Live {
         let Some(d) = self.dests.get(dest) else {
             return Live {

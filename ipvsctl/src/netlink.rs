@@ -552,6 +552,29 @@ impl Netlink {
         }
     }
 
+    /// Receive without blocking: `None` when nothing is queued.
+    fn try_recv(&mut self) -> Result<Option<Vec<Incoming>>, Error> {
+        loop {
+            match self
+                .sock
+                .recv(&mut &mut self.buf[..], libc::MSG_TRUNC | libc::MSG_DONTWAIT)
+            {
+                Ok(n) if n > self.buf.len() => {
+                    return Err(Error::Decode(format!(
+                        "netlink message of {n} bytes truncated"
+                    )))
+                }
+                Ok(n) => {
+                    let data = self.buf[..n].to_vec();
+                    return split_datagram(&data).map(Some);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+    }
+
     fn send(&self, bytes: &[u8]) -> Result<(), Error> {
         let mut off = 0;
         while off < bytes.len() {
@@ -704,26 +727,47 @@ impl Netlink {
         let mut inflight = 0usize;
         let mut done = 0usize;
         let mut batch = Vec::with_capacity(MAX_BATCH_BYTES + 4096);
+        let mut pending = true; // requests left to send
         while done < n {
-            batch.clear();
-            while inflight < self.window && batch.len() < MAX_BATCH_BYTES {
-                let Some((i, body)) = iter.next() else { break };
-                encode_request(
-                    &mut batch,
-                    family,
-                    body,
-                    NLM_F_REQUEST | NLM_F_ACK,
-                    base.wrapping_add(i as u32),
-                );
-                inflight += 1;
-            }
-            if !batch.is_empty() {
-                self.send(&batch)?;
+            // Refill only once half the window is acknowledged, so requests
+            // go out in large batches (one sendmsg each).
+            if pending && inflight <= self.window / 2 {
+                while inflight < self.window {
+                    batch.clear();
+                    while inflight < self.window && batch.len() < MAX_BATCH_BYTES {
+                        let Some((i, body)) = iter.next() else {
+                            pending = false;
+                            break;
+                        };
+                        encode_request(
+                            &mut batch,
+                            family,
+                            body,
+                            NLM_F_REQUEST | NLM_F_ACK,
+                            base.wrapping_add(i as u32),
+                        );
+                        inflight += 1;
+                    }
+                    if !batch.is_empty() {
+                        self.send(&batch)?;
+                    }
+                    if !pending {
+                        break;
+                    }
+                }
             }
             if inflight == 0 {
                 break;
             }
-            for m in self.recv()? {
+            // One blocking receive, then whatever else is already queued.
+            let mut msgs = self.recv()?;
+            while let Some(more) = self.try_recv()? {
+                msgs.extend(more);
+                if msgs.len() >= inflight {
+                    break;
+                }
+            }
+            for m in msgs {
                 if let Incoming::Ack { seq, errno, msg } = m {
                     let idx = seq.wrapping_sub(base) as usize;
                     if idx < n && results[idx].is_none() {

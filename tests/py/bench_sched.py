@@ -57,8 +57,8 @@ def scenario(n_dests, per_host, conns, iters, rows):
 
 def main():
     rows = []
-    scenario(20, 4, 200, 20000, rows)
-    scenario(1000, 20, 1200, 2000, rows)
+    scenario(20, 4, 200, 200000, rows)
+    scenario(1000, 20, 1200, 5000, rows)
     print(f"{'dests':>6} {'hosts':>6} {'load':<18} {'vmwlch ns':>10} {'wlc ns':>8} {'ratio':>6}")
     for d, hs, load, h, w in rows:
         print(f"{d:>6} {hs:>6} {load:<18} {h:>10} {w:>8} {h / max(w, 1):>6.2f}")

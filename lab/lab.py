@@ -1,0 +1,883 @@
+#!/usr/bin/env python3
+"""The reference cluster lab (run inside the test VM, as root; see docs/demo.md).
+
+    lab.py --out DIR [--sensors N] [--web-users U] [--warm S] [--ramp S]
+           [--measure S] [--schedulers wlc,vmwlc,vmwlch] [--no-failover]
+
+Builds, with network namespaces of this VM only:
+
+  client 192.0.2.200 --br0-- fe1/fe2 eth0 (VIP 192.0.2.10, VRRP VI_1)
+                             fe1/fe2 eth1 (10.1.0.1/.2, gateway 10.1.0.254, VRRP VI_2)
+                     --br1-- 5 physical hosts (a bridge each) -- 20 VMs 10.1.H.x/16
+
+Two front ends run keepalive (VRRPv3, 100 ms adverts, IPVS connection sync
+on eth1) with the services "sensor" (VIP:9000) and "web" (VIP:80), NAT to
+the VMs, and the VMWLCH host map. One process (labsrv.py) serves every VM;
+one asyncio client (this process) runs the sensors and the web users.
+
+Phases: for each scheduler the hybrid workload runs for warm+ramp+measure
+seconds (web users first, then sensors connect over the ramp, then the
+measured window); per-host load is sampled every second. Then, under the
+last scheduler with everything connected, the active front end is killed
+(its links cut and keepalive SIGKILLed) and the failover is measured.
+
+Writes DIR/summary.json, DIR/summary.txt and DIR/samples-<sched>.dat;
+prints a progress display and the table. Exit status: 0 measured, 1 the lab
+could not be built or measured (errors on stderr), 2 bad arguments.
+"""
+import argparse
+import asyncio
+import ctypes
+import json
+import math
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BIN = os.path.join(REPO, "target", "release")
+KEEPALIVE = os.path.join(BIN, "keepalive")
+
+VIP, GW = "192.0.2.10", "10.1.0.254"
+SENSOR_PORT, WEB_PORT = 9000, 80
+SENSOR_PERIOD = 5.0
+NS_BR, NS_CL = "lab-br", "lab-cl"
+FE = {1: "lab-fe1", 2: "lab-fe2"}
+
+# The reference cluster. Host: (name, capacity in normal CPUs, host weight).
+# Two fast hosts (1.5x) get weight 3, the others 2: weight ~ capacity.
+HOSTS = [("h1", 1.5, 3), ("h2", 1.5, 3), ("h3", 1.0, 2), ("h4", 1.0, 2), ("h5", 1.0, 2)]
+# Placement: four VMs per host (a VM-count view looks balanced), but the web
+# tier sits on two of the older hosts (h3: 3 web + 1 sensor, h4: 2 + 2) and
+# the fast hosts carry only sensor VMs. Per-service schedulers cannot see
+# that h3/h4 also carry the web load, nor that h1/h2 are faster.
+PLACEMENT = {"h1": "ssss", "h2": "ssss", "h3": "wwws", "h4": "wwss", "h5": "ssss"}
+
+
+def log(*a):
+    print("[lab]", *a, file=sys.stderr, flush=True)
+
+
+def out(*a):
+    print(*a, flush=True)
+
+
+class LabError(Exception):
+    pass
+
+
+def vms():
+    """[{name, ns, addr, host, service}] in placement order."""
+    res, ns_, nw = [], 0, 0
+    for hi, (h, _, _) in enumerate(HOSTS, 1):
+        for k, kind in enumerate(PLACEMENT[h]):
+            if kind == "s":
+                ns_ += 1
+                name, svc = f"s{ns_}", "sensor"
+            else:
+                nw += 1
+                name, svc = f"w{nw}", "web"
+            res.append(dict(name=name, ns=f"lab-{name}", addr=f"10.1.{hi}.{11 + k}", host=h, service=svc))
+    return res
+
+
+VMS = vms()
+HOST_OF = {v["addr"]: v["host"] for v in VMS}
+WEIGHT = {h: w for h, _, w in HOSTS}
+CAP = {h: c for h, c, _ in HOSTS}
+HNAMES = [h for h, _, _ in HOSTS]
+
+CLONE_NEWNET = 0x40000000
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def enter(ns):
+    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {ns}")
+    finally:
+        os.close(fd)
+
+
+def run(cmd, timeout=60, input=None):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
+    except subprocess.TimeoutExpired:
+        raise LabError(f"{' '.join(cmd)}: no answer in {timeout} s")
+    if r.returncode != 0:
+        raise LabError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[:500]}")
+    return r.stdout
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+# ---------------------------------------------------------------- topology
+
+def build_topology(tmp):
+    # Namespaces inherit these from the VM's own (private) root namespace:
+    # forwarding, ARP answered only on the asked interface, no IPv6 chatter.
+    write("/proc/sys/net/core/devconf_inherit_init_net", 1)
+    for scope in ("all", "default"):
+        write(f"/proc/sys/net/ipv6/conf/{scope}/disable_ipv6", 1)
+        write(f"/proc/sys/net/ipv4/conf/{scope}/forwarding", 1)
+        write(f"/proc/sys/net/ipv4/conf/{scope}/arp_ignore", 1)
+    names = [NS_BR, NS_CL, FE[1], FE[2]] + [f"lab-{h}" for h in HNAMES] + [v["ns"] for v in VMS]
+    root = [f"netns add {n}" for n in names]
+    root.append(f"link add eth0 netns {NS_CL} type veth peer name pc netns {NS_BR}")
+    for i in (1, 2):
+        root.append(f"link add eth0 netns {FE[i]} type veth peer name pf{i} netns {NS_BR}")
+        root.append(f"link add eth1 netns {FE[i]} type veth peer name qf{i} netns {NS_BR}")
+    for h in HNAMES:
+        root.append(f"link add uplink netns lab-{h} type veth peer name q{h} netns {NS_BR}")
+    for v in VMS:
+        root.append(f"link add eth0 netns {v['ns']} type veth peer name {v['name']} netns lab-{v['host']}")
+    per = {}
+    br = ["link set lo up", "link add br0 type bridge", "link add br1 type bridge",
+          "link set br0 up", "link set br1 up", "link set pc master br0 up"]
+    for i in (1, 2):
+        br += [f"link set pf{i} master br0 up", f"link set qf{i} master br1 up"]
+    br += [f"link set q{h} master br1 up" for h in HNAMES]
+    per[NS_BR] = br
+    per[NS_CL] = ["link set lo up", "addr add 192.0.2.200/24 dev eth0", "link set eth0 up"]
+    for i in (1, 2):
+        per[FE[i]] = ["link set lo up", f"addr add 192.0.2.{i}/24 dev eth0", f"addr add 10.1.0.{i}/16 dev eth1",
+                      "link set eth0 up", "link set eth1 up"]
+    for h in HNAMES:
+        per[f"lab-{h}"] = ["link set lo up", "link add hbr type bridge", "link set hbr up",
+                           "link set uplink master hbr up"] + \
+                          [f"link set {v['name']} master hbr up" for v in VMS if v["host"] == h]
+    for v in VMS:
+        per[v["ns"]] = ["link set lo up", f"addr add {v['addr']}/16 dev eth0", "link set eth0 up",
+                        f"route add default via {GW}"]
+    path = os.path.join(tmp, "root.batch")
+    write(path, "\n".join(root) + "\n")
+    run(["ip", "-batch", path], timeout=120)
+    procs = []
+    for ns, lines in per.items():
+        p = os.path.join(tmp, f"{ns}.batch")
+        write(p, "\n".join(lines) + "\n")
+        procs.append((ns, subprocess.Popen(["ip", "-n", ns, "-batch", p], stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.PIPE, text=True)))
+    for ns, p in procs:
+        try:
+            _, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise LabError(f"configuring {ns}: no answer in 120 s")
+        if p.returncode != 0:
+            raise LabError(f"configuring {ns} failed: {err.strip()[:300]}")
+
+
+def delete_topology():
+    for n in os.listdir("/run/netns") if os.path.isdir("/run/netns") else []:
+        if n.startswith("lab-"):
+            subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=30)
+
+
+# ---------------------------------------------------------------- front ends
+
+def ka_config(i, sched):
+    prio = 200 if i == 1 else 100
+    y = ["global:", "  metrics_listen: 127.0.0.1:9650", "vrrp:"]
+    y += ["  - name: VI_1", "    interface: eth0", "    vrid: 51", f"    priority: {prio}",
+          "    advert_interval_ms: 100", f"    virtual_ips: [{VIP}/24]",
+          "    ipvs_sync: { interface: eth1, syncid: 51 }"]
+    y += ["  - name: VI_2", "    interface: eth1", "    vrid: 52", f"    priority: {prio}",
+          "    advert_interval_ms: 100", f"    virtual_ips: [{GW}/16]"]
+    y += ["services:"]
+    for svc, port in (("sensor", SENSOR_PORT), ("web", WEB_PORT)):
+        y += [f"  # {svc}", "  - protocol: tcp", f"    address: {VIP}", f"    port: {port}",
+              f"    scheduler: {sched}", "    dests:"]
+        y += [f"      - {{ address: {v['addr']}, forward: masq }}" for v in VMS if v["service"] == svc]
+    y += ["hosts:"]
+    for h, _, w in HOSTS:
+        y += [f"  - name: {h}", f"    weight: {w}",
+              f"    vms: [{', '.join(v['addr'] for v in VMS if v['host'] == h)}]"]
+    return "\n".join(y) + "\n"
+
+
+def fib_has(pid, addr):
+    """Namespace of PID has ADDR as a local address (from /proc, no exec)."""
+    try:
+        lines = open(f"/proc/{pid}/net/fib_trie").read().splitlines()
+    except OSError:
+        return False
+    for a, b in zip(lines, lines[1:]):
+        if a.strip().endswith(f"-- {addr}") and "host LOCAL" in b:
+            return True
+    return False
+
+
+def ipvs_read(pid):
+    """({port: scheduler}, {(port, dest_addr): (active, inactive)}) from /proc/PID/net/ip_vs."""
+    scheds, dests, port = {}, {}, None
+    with open(f"/proc/{pid}/net/ip_vs") as f:
+        for line in f.read().splitlines()[3:]:
+            p = line.split()
+            if not p:
+                continue
+            if p[0] in ("TCP", "UDP", "SCTP"):
+                port = int(p[1].split(":")[1], 16)
+                scheds[port] = p[2]
+            elif p[0] == "->" and port is not None:
+                a, _ = p[1].split(":")
+                ip = ".".join(str(int(a[i:i + 2], 16)) for i in (0, 2, 4, 6))
+                dests[(port, ip)] = (int(p[4]), int(p[5]))
+    return scheds, dests
+
+
+def synced_established(pid, port):
+    """ESTABLISHED entries from the client to VIP:port in PID's connection table."""
+    want = "%08X" % int.from_bytes(bytes(map(int, "192.0.2.200".split("."))), "big")
+    vip = "%08X" % int.from_bytes(bytes(map(int, VIP.split("."))), "big")
+    n = 0
+    try:
+        with open(f"/proc/{pid}/net/ip_vs_conn") as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 8 and p[0] == "TCP" and p[1] == want and p[3] == vip \
+                        and int(p[4], 16) == port and p[7] == "ESTABLISHED":
+                    n += 1
+    except OSError:
+        pass
+    return n
+
+
+# ---------------------------------------------------------------- statistics
+
+def pct(xs, q):
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def imbalance(vals):
+    m = mean(vals)
+    return max(vals) / m if m > 0 else None
+
+
+# ---------------------------------------------------------------- the lab
+
+class Phase:
+    def __init__(self, sched):
+        self.sched = sched
+        self.t0 = self.m0 = self.m1 = None
+        self.samples = []  # dicts
+        self.rt = {"sensor": [], "web": []}  # (t_sent, seconds)
+        self.errors = {"sensor": 0, "web": 0}
+        self.tasks = []
+        self.stopping = False
+
+
+class Lab:
+    def __init__(self, a):
+        self.a = a
+        self.tmp = tempfile.mkdtemp(prefix="lab.")
+        self.ka = {}
+        self.srv = None
+        self.srv_stats = None
+        self.phase = None
+        self.phases = []
+        self.master = 1
+        self.sensors = {}  # id -> dict(gen, open, last_ok_sent)
+        self.sessions = {}  # web session id -> dict(open, ok_after, err)
+        self.session_seq = 0
+        self.stop_all = False
+        self.failing = False
+
+    # ---- setup
+    def setup(self):
+        t = time.time()
+        build_topology(self.tmp)
+        log(f"topology: {len(VMS)} VMs on {len(HOSTS)} hosts, 2 front ends, client "
+            f"({time.time() - t:.1f} s)")
+        work = self.calibrate()
+        cfg = dict(hosts=[dict(name=h, capacity=c) for h, c, _ in HOSTS], vms=VMS,
+                   sensor_port=SENSOR_PORT, web_port=WEB_PORT, **work)
+        self.work = work
+        write(os.path.join(self.tmp, "srv.json"), json.dumps(cfg))
+        self.srv = subprocess.Popen([sys.executable, os.path.join(HERE, "labsrv.py"),
+                                     os.path.join(self.tmp, "srv.json")],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        first = self.srv.stdout.readline()
+        if '"ready"' not in first:
+            raise LabError(f"the lab servers did not start: {first!r}")
+        for i in (1, 2):
+            self.start_ka(i, self.a.schedulers[0])
+        end = time.time() + 30
+        while time.time() < end:
+            if fib_has(self.ka[1].pid, VIP) and fib_has(self.ka[1].pid, GW) and self.applied(self.a.schedulers[0]):
+                break
+            for i in (1, 2):
+                if self.ka[i].poll() is not None:
+                    raise LabError(f"keepalive on fe{i} exited: {self.ka_log(i)}")
+            time.sleep(0.2)
+        else:
+            raise LabError(f"fe1 did not become master with the services applied: {self.ka_log(1)}")
+        if fib_has(self.ka[2].pid, VIP):
+            raise LabError("both front ends hold the VIP")
+        log(f"front ends up: fe1 master, fe2 backup (warm, connection sync) ({time.time() - t:.1f} s)")
+        enter(NS_CL)
+
+    def calibrate(self):
+        """Work per request so that the cluster as a whole runs near --util of
+        its capacity, and an open connection of either service costs the host
+        about the same (the regime least-connection scheduling assumes)."""
+        a = self.a
+        # web user: idle ~ exp(mean idle), then k in 3..8 requests ~think s apart
+        k, think = 5.5, 1.0
+        active_frac = (k * think) / (k * think + a.web_idle)
+        open_conns = a.sensors + a.web_users * active_frac
+        total_cap = sum(CAP.values())
+        c = a.util * total_cap / open_conns  # CPU-s per s per open connection
+        return dict(sensor_work=round(c * SENSOR_PERIOD, 4), web_work=round(c * think, 4),
+                    per_conn=c, expected_web_conns=a.web_users * active_frac)
+
+    def start_ka(self, i, sched):
+        conf = os.path.join(self.tmp, f"fe{i}.yaml")
+        write(conf, ka_config(i, sched))
+        logf = open(os.path.join(self.tmp, f"fe{i}.log"), "a")
+        self.ka[i] = subprocess.Popen(["ip", "netns", "exec", FE[i], KEEPALIVE, "-c", conf, "--log-level", "info"],
+                                      stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def ka_log(self, i):
+        try:
+            return open(os.path.join(self.tmp, f"fe{i}.log")).read()[-1500:]
+        except OSError:
+            return ""
+
+    def applied(self, sched, fes=(1,)):
+        for i in fes:
+            try:
+                s, d = ipvs_read(self.ka[i].pid)
+            except OSError:
+                return False
+            if s.get(SENSOR_PORT) != sched or s.get(WEB_PORT) != sched or len(d) != len(VMS):
+                return False
+        return True
+
+    async def switch(self, sched):
+        for i in (1, 2):
+            write(os.path.join(self.tmp, f"fe{i}.yaml"), ka_config(i, sched))
+            os.kill(self.ka[i].pid, signal.SIGHUP)
+        end = time.time() + 20
+        while not self.applied(sched, (1, 2)):
+            if time.time() > end:
+                raise LabError(f"scheduler {sched} not applied on both front ends: {self.ka_log(1)}")
+            await asyncio.sleep(0.2)
+
+    # ---- server stats
+    async def read_srv(self):
+        loop = asyncio.get_running_loop()
+        while True:
+            line = await loop.run_in_executor(None, self.srv.stdout.readline)
+            if not line:
+                return
+            try:
+                self.srv_stats = json.loads(line)
+            except ValueError:
+                pass
+
+    # ---- clients
+    async def open(self, port, timeout):
+        return await asyncio.wait_for(asyncio.open_connection(VIP, port), timeout)
+
+    async def sensor(self, i, ph):
+        st = self.sensors.setdefault(i, dict(gen=0, open=False, last_ok_sent=0.0, err=None))
+        seq = 0
+        while not ph.stopping:
+            w = None
+            try:
+                r, w = await self.open(SENSOR_PORT, 5)
+                st["gen"] += 1
+                st["open"], st["err"] = True, None
+                nxt = time.time() + random.uniform(0, SENSOR_PERIOD)
+                while not ph.stopping:
+                    await asyncio.sleep(max(0.0, nxt - time.time()))
+                    nxt += SENSOR_PERIOD
+                    seq += 1
+                    t = time.time()
+                    w.write(b"R %d %d %.2f\n" % (i, seq, random.uniform(15, 25)))
+                    line = await asyncio.wait_for(r.readline(), 20)
+                    if line.split()[:2] != [b"OK", b"%d" % seq]:
+                        raise ConnectionError(f"bad answer {line!r}")
+                    ph.rt["sensor"].append((t, time.time() - t))
+                    st["last_ok_sent"] = t
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a sensor reconnects, like a real one
+                if not ph.stopping:
+                    ph.errors["sensor"] += 1
+                    st["err"] = f"{type(e).__name__}: {e}"
+                st["open"] = False
+                await asyncio.sleep(1.0)
+            finally:
+                st["open"] = False
+                if w is not None:
+                    w.close()
+
+    async def http_get(self, r, w, path, close=False):
+        w.write(b"GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (path.encode(), VIP.encode(),
+                                                             b"Connection: close\r\n" if close else b""))
+        head = await r.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise ConnectionError(f"bad answer {head[:40]!r}")
+        n = 0
+        for h in head.split(b"\r\n"):
+            if h.lower().startswith(b"content-length:"):
+                n = int(h.split(b":")[1])
+        await r.readexactly(n)
+
+    async def web_user(self, j, ph):
+        a = self.a
+        await asyncio.sleep(random.uniform(0, a.web_idle))
+        while not ph.stopping:
+            w = None
+            self.session_seq += 1
+            sid = self.session_seq
+            st = self.sessions[sid] = dict(open=False, ok_after=0.0, err=None)
+            try:
+                r, w = await self.open(WEB_PORT, 5)
+                st["open"] = True
+                for _ in range(random.randint(3, 8)):
+                    t = time.time()
+                    st["sent"] = t
+                    await asyncio.wait_for(self.http_get(r, w, "/dashboard"), 20)
+                    ph.rt["web"].append((t, time.time() - t))
+                    st["ok_after"] = t
+                    await asyncio.sleep(random.uniform(0.5, 1.5))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                if not ph.stopping:
+                    ph.errors["web"] += 1
+                    st["err"] = f"{type(e).__name__}: {e}"
+            finally:
+                st["open"] = False
+                if w is not None:
+                    w.close()
+                if st["err"] is None and not self.failing:
+                    self.sessions.pop(sid, None)  # finished normally: forget it
+            await asyncio.sleep(random.expovariate(1.0 / a.web_idle))
+
+    # ---- sampling and display
+    def sample(self, prev):
+        ph = self.phase
+        _, d = ipvs_read(self.ka[self.master].pid)
+        conns = {h: 0 for h in HNAMES}
+        for (port, ip), (act, _) in d.items():
+            conns[HOST_OF[ip]] += act
+        st = self.srv_stats or {}
+        now = time.time()
+        util = {}
+        for h in HNAMES:
+            b = st.get("busy", {}).get(h, 0.0)
+            if prev and prev.get("_busy") is not None:
+                dt = max(1e-3, st.get("t", now) - prev["_t"])
+                util[h] = max(0.0, min(1.0, (b - prev["_busy"][h]) / dt))
+            else:
+                util[h] = 0.0
+        s = dict(t=round(now - ph.t0, 2), abs=now, conns=conns,
+                 wload={h: conns[h] / WEIGHT[h] for h in HNAMES}, util=util,
+                 jobs=dict(st.get("n", {})), _busy=dict(st.get("busy", {})) if st else None,
+                 _t=st.get("t", now))
+        s["measured"] = ph.m0 is not None and ph.m1 is None
+        ph.samples.append(s)
+        return s
+
+    def progress(self, s, label):
+        ph = self.phase
+        nsens = sum(1 for x in self.sensors.values() if x["open"])
+        nweb = sum(1 for x in self.sessions.values() if x["open"])
+        im = imbalance(list(s["wload"].values()))
+        out(f"  {ph.sched:<7} {label:<9} t={s['t']:5.0f}s  sensors {nsens:3d}  web sessions {nweb:3d} | "
+            f"active/W " + " ".join(f"{h} {s['wload'][h]:5.1f}" for h in HNAMES) +
+            " | busy% " + " ".join(f"{100 * s['util'][h]:3.0f}" for h in HNAMES) +
+            f" | max/mean {im:.2f}" if im else f"  {ph.sched:<7} {label:<9} t={s['t']:5.0f}s  (no connections yet)")
+
+    async def sampler(self):
+        prev = None
+        n = 0
+        while not self.stop_all:
+            if self.phase is not None:
+                try:
+                    prev = self.sample(prev)
+                    n += 1
+                    if n % self.a.progress_every == 0 and not self.phase.stopping:
+                        ph = self.phase
+                        label = "failover" if self.failing else \
+                            "measure" if prev["measured"] else ("warm-up" if ph.m0 is None else "done")
+                        self.progress(prev, label)
+                except (OSError, KeyError) as e:
+                    log(f"sample failed: {e}")
+            await asyncio.sleep(1.0)
+
+    # ---- phases
+    async def run_phase(self, sched, keep):
+        a = self.a
+        if self.phase is None or self.phase.sched != sched:
+            await self.switch(sched)
+        ph = Phase(sched)
+        ph.t0 = time.time()
+        self.phase = ph
+        self.phases.append(ph)
+        self.sensors.clear()
+        self.sessions.clear()
+        out(f"== {sched}: web users {a.web_users} start, then {a.sensors} sensors connect over {a.ramp:.0f} s,"
+            f" then {a.measure:.0f} s measured")
+        for j in range(a.web_users):
+            ph.tasks.append(asyncio.create_task(self.web_user(j, ph)))
+        await asyncio.sleep(a.warm)
+        for i in range(a.sensors):
+            ph.tasks.append(asyncio.create_task(self.sensor(i, ph)))
+            await asyncio.sleep(a.ramp / a.sensors)
+        await asyncio.sleep(2.0)  # the last sensors' first readings
+        ph.m0 = time.time()
+        await asyncio.sleep(a.measure)
+        ph.m1 = time.time()
+        r = self.report(ph)
+        out(f"== {sched}: host imbalance (max/mean active/W) {r['imbalance_conns']:.2f}, busy max/mean "
+            f"{r['imbalance_busy']:.2f}; sensor rt mean {r['sensor_mean_ms']:.0f} ms p95 "
+            f"{r['sensor_p95_ms']:.0f} ms; web rt mean {r['web_mean_ms']:.0f} ms p95 {r['web_p95_ms']:.0f} ms")
+        if not keep:
+            await self.stop_phase(ph)
+
+    async def stop_phase(self, ph):
+        ph.stopping = True
+        for t in ph.tasks:
+            t.cancel()
+        await asyncio.gather(*ph.tasks, return_exceptions=True)
+        end = time.time() + 20
+        while time.time() < end:
+            _, d = ipvs_read(self.ka[self.master].pid)
+            if sum(x[0] for x in d.values()) == 0:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            log("warning: active connections left on the front end after the phase")
+
+    def report(self, ph):
+        ms = [s for s in ph.samples if s["abs"] >= ph.m0 and s["abs"] <= ph.m1 + 0.5]
+        ims = [imbalance(list(s["wload"].values())) for s in ms]
+        ims = [x for x in ims if x]
+        busy = {h: mean([s["util"][h] for s in ms]) for h in HNAMES}
+        r = dict(scheduler=ph.sched, samples=len(ms),
+                 imbalance_conns=mean(ims), imbalance_busy=imbalance(list(busy.values())) if ms else None,
+                 host_wload={h: mean([s["wload"][h] for s in ms]) for h in HNAMES},
+                 host_conns={h: mean([s["conns"][h] for s in ms]) for h in HNAMES},
+                 host_busy=busy, max_busy=max(busy.values()) if ms else float("nan"),
+                 errors=dict(ph.errors))
+        for svc in ("sensor", "web"):
+            xs = [x for t, x in ph.rt[svc] if ph.m0 <= t <= ph.m1]
+            r[f"{svc}_n"] = len(xs)
+            r[f"{svc}_mean_ms"] = 1000 * mean(xs)
+            r[f"{svc}_p95_ms"] = 1000 * pct(xs, 0.95)
+        ph.result = r
+        return r
+
+    # ---- failover
+    async def failover(self):
+        ph = self.phase
+        self.failing = True
+        res = dict(done=False)
+        # the backup must hold every established sensor connection
+        nopen = sum(1 for x in self.sensors.values() if x["open"])
+        end = time.time() + 20
+        while True:
+            synced = synced_established(self.ka[2].pid, SENSOR_PORT)
+            if synced >= nopen or time.time() > end:
+                break
+            await asyncio.sleep(0.5)
+        res["sensors_open"], res["synced_on_backup"] = nopen, synced
+        out(f"== failover: {nopen} sensor connections open and {sum(1 for x in self.sessions.values() if x['open'])}"
+            f" web sessions; backup fe2 holds {synced} synced ESTABLISHED sensor entries")
+        # probes: a new connection to the VIP every 50 ms, each bounded by 3 s
+        probes = []
+
+        async def probe():
+            t = time.time()
+            w = None
+            try:
+                r, w = await self.open(WEB_PORT, 3)
+                await asyncio.wait_for(self.http_get(r, w, "/ping", close=True), 3)
+                probes.append((t, time.time(), True))
+            except Exception:  # noqa: BLE001
+                probes.append((t, time.time(), False))
+            finally:
+                if w is not None:
+                    w.close()
+
+        ptasks = []
+        probing = True
+        first = None
+
+        async def prober():
+            while probing:
+                ptasks.append(asyncio.create_task(probe()))
+                await asyncio.sleep(0.05 if first is None else 0.5)
+
+        pt = asyncio.create_task(prober())
+        vip_at = []
+
+        async def vip_watch():
+            while not vip_at:
+                if fib_has(self.ka[2].pid, VIP):
+                    vip_at.append(time.time())
+                    return
+                await asyncio.sleep(0.01)
+
+        await asyncio.sleep(1.0)
+        cut = await asyncio.create_subprocess_exec("ip", "-n", NS_BR, "-batch", "-", stdin=subprocess.PIPE,
+                                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        await asyncio.sleep(0.5)  # let `ip` start and wait on its input
+        snap_s = {i: x["gen"] for i, x in self.sensors.items() if x["open"]}
+        snap_w = {sid for sid, x in self.sessions.items() if x["open"]}
+        vw = asyncio.create_task(vip_watch())
+        t0 = time.time()
+        cut.stdin.write(b"link set pf1 down\nlink set qf1 down\n")
+        cut.stdin.close()
+        self.master = 2  # the sampler reads fe2's counters from now on
+        os.kill(self.ka[1].pid, signal.SIGKILL)
+        try:
+            await asyncio.wait_for(cut.wait(), 15)
+        except asyncio.TimeoutError:
+            cut.kill()
+            raise LabError("cutting fe1's links did not finish")
+        t1 = time.time()
+        out(f"== failover: fe1 killed (links cut in {1000 * (t1 - t0):.0f} ms, keepalive SIGKILLed)")
+        end = time.time() + 15
+        while time.time() < end and first is None:
+            ok = [e for s, e, good in probes if good and s >= t1]
+            first = min(ok) if ok else None
+            await asyncio.sleep(0.05)
+        # survival: each connection open at the kill must be answered after it
+        end = time.time() + SENSOR_PERIOD + 8
+        while time.time() < end:
+            pending = [i for i, g in snap_s.items() if self.sensors[i]["gen"] == g and
+                       self.sensors[i]["open"] and self.sensors[i]["last_ok_sent"] <= t1]
+            if not pending:
+                break
+            await asyncio.sleep(0.2)
+        kept = [i for i, g in snap_s.items() if self.sensors[i]["gen"] == g and self.sensors[i]["last_ok_sent"] > t1]
+        lost = [i for i in snap_s if i not in kept]
+        probing = False
+        await pt
+        wk = [sid for sid in snap_w if sid in self.sessions and self.sessions[sid]["ok_after"] > t1]
+        wl = [sid for sid in snap_w if sid in self.sessions and self.sessions[sid]["err"]]
+        await asyncio.gather(*ptasks, return_exceptions=True)
+        vw.cancel()
+        await asyncio.gather(vw, return_exceptions=True)
+        after = [p for p in probes if first is not None and p[0] >= first + 1]
+        res.update(done=first is not None, failover_ms=1000 * (first - t0) if first else None,
+                   cut_ms=1000 * (t1 - t0), vip_on_backup_ms=1000 * (vip_at[0] - t0) if vip_at else None,
+                   sensors_kept=len(kept), sensors_lost=len(lost), sensors_at_kill=len(snap_s),
+                   lost_errors=[self.sensors[i]["err"] for i in lost][:5],
+                   web_sessions_at_kill=len(snap_w), web_kept=len(wk), web_lost=len(wl),
+                   probes_after=len(after), probes_after_ok=sum(1 for p in after if p[2]),
+                   new_master_sync=synced_established(self.ka[2].pid, SENSOR_PORT))
+        self.failing = False
+        return res
+
+    # ---- output
+    def write_outputs(self, fo, elapsed):
+        os.makedirs(self.a.out, exist_ok=True)
+        for ph in self.phases:
+            with open(os.path.join(self.a.out, f"samples-{ph.sched}.dat"), "w") as f:
+                f.write("# t " + " ".join(f"load_{h}" for h in HNAMES) + " " +
+                        " ".join(f"busy_{h}" for h in HNAMES) + " measured\n")
+                for s in ph.samples:
+                    if s.get("_busy") is None and s is ph.samples[0]:
+                        continue
+                    f.write(f"{s['t']:.1f} " + " ".join(f"{s['wload'][h]:.2f}" for h in HNAMES) + " " +
+                            " ".join(f"{100 * s['util'][h]:.1f}" for h in HNAMES) +
+                            f" {1 if s['measured'] else 0}\n")
+        with open(os.path.join(self.a.out, "labels.gp"), "w") as f:  # for lab/plot.gp
+            f.write(f'scheds = "{" ".join(ph.sched for ph in self.phases)}"\n')
+            for ph in self.phases:
+                r = getattr(ph, "result", None)
+                if r:
+                    f.write(f'title_{ph.sched} = "{ph.sched}: host imbalance {r["imbalance_conns"]:.2f}, '
+                            f'sensor p95 {r["sensor_p95_ms"]:.0f} ms"\n')
+        summ = dict(params=dict(vars(self.a)), work=self.work,
+                    hosts=[dict(name=h, capacity=c, weight=w, vms=[v["name"] for v in VMS if v["host"] == h])
+                           for h, c, w in HOSTS],
+                    phases=[ph.result for ph in self.phases if hasattr(ph, "result")],
+                    failover=fo, elapsed_s=round(elapsed, 1))
+        with open(os.path.join(self.a.out, "summary.json"), "w") as f:
+            json.dump(summ, f, indent=1, default=str)
+        return summ
+
+    def table(self, summ):
+        ps = summ["phases"]
+        L = []
+        w = 12
+        L.append("")
+        L.append("Results (measured window of each run; host load = active connections / host weight)")
+        L.append(f"{'':34}" + "".join(f"{p['scheduler']:>{w}}" for p in ps))
+
+        def row(label, key, fmt):
+            L.append(f"{label:34}" + "".join(f"{fmt.format(p[key]):>{w}}" for p in ps))
+        row("host imbalance, conns (max/mean)", "imbalance_conns", "{:.2f}")
+        row("host imbalance, busy (max/mean)", "imbalance_busy", "{:.2f}")
+        row("busiest host, busy %", "max_busy", "{:.0%}")
+        for h in HNAMES:
+            L.append(f"{'  ' + h + f' (w{WEIGHT[h]}) active/W, busy %':34}" + "".join(
+                f"{p['host_wload'][h]:>{w - 5}.1f}{p['host_busy'][h]:>5.0%}" for p in ps))
+        row("sensor reading rt mean (ms)", "sensor_mean_ms", "{:.0f}")
+        row("sensor reading rt p95 (ms)", "sensor_p95_ms", "{:.0f}")
+        row("web request rt mean (ms)", "web_mean_ms", "{:.0f}")
+        row("web request rt p95 (ms)", "web_p95_ms", "{:.0f}")
+        L.append(f"{'requests measured (sensor/web)':34}" + "".join(
+            f"{str(p['sensor_n']) + '/' + str(p['web_n']):>{w}}" for p in ps))
+        L.append(f"{'errors (sensor/web)':34}" + "".join(
+            f"{str(p['errors']['sensor']) + '/' + str(p['errors']['web']):>{w}}" for p in ps))
+        fo = summ["failover"]
+        if fo:
+            L.append("")
+            if fo.get("done"):
+                L.append(f"Failover (vmwlch, under load): fe1 killed -> VIP answering on fe2 in "
+                         f"{fo['failover_ms']:.0f} ms (VIP configured on fe2 after "
+                         f"{fo['vip_on_backup_ms']:.0f} ms)" if fo.get("vip_on_backup_ms") is not None else
+                         f"Failover: fe1 killed -> VIP answering on fe2 in {fo['failover_ms']:.0f} ms")
+            else:
+                L.append("Failover: the VIP did not answer on fe2 within 15 s")
+            L.append(f"  established sensor connections kept: {fo['sensors_kept']}/{fo['sensors_at_kill']}"
+                     f" (fe2 held {fo['synced_on_backup']} synced entries before the kill); web sessions open"
+                     f" at the kill: {fo['web_kept']} kept, {fo['web_lost']} lost, the rest ended normally;"
+                     f" new connections after: {fo['probes_after_ok']}/{fo['probes_after']}")
+        L.append("")
+        L += self.words(summ)
+        return "\n".join(L)
+
+    def words(self, summ):
+        by = {p["scheduler"]: p for p in summ["phases"]}
+        W = ["What the numbers show:"]
+        if "wlc" in by and "vmwlch" in by:
+            a, b = by["wlc"], by["vmwlch"]
+            better = b["imbalance_conns"] < a["imbalance_conns"]
+            W.append(f"- Host balance: the busiest host carried {a['imbalance_conns']:.2f}x the mean weighted load"
+                     f" under wlc and {b['imbalance_conns']:.2f}x under vmwlch"
+                     + (f" ({by['vmwlc']['imbalance_conns']:.2f}x under vmwlc)" if "vmwlc" in by else "") + ". "
+                     + ("vmwlch keeps the physical hosts more even: it counts every service's connections per"
+                        " host and the host weights, so sensors go to the fast hosts and away from the hosts"
+                        " that carry the web VMs." if better else
+                        "vmwlch did NOT come out more even than wlc in this run; see docs/demo.md"
+                        " (\"When vmwlch does not win\") for what to check."))
+            W.append(f"- Busy time follows: the busiest host was busy {a['max_busy']:.0%} of the time under wlc,"
+                     f" {b['max_busy']:.0%} under vmwlch; sensor readings took {a['sensor_mean_ms']:.0f} ms"
+                     f" (p95 {a['sensor_p95_ms']:.0f}) vs {b['sensor_mean_ms']:.0f} ms (p95"
+                     f" {b['sensor_p95_ms']:.0f}), web requests {a['web_mean_ms']:.0f} ms (p95"
+                     f" {a['web_p95_ms']:.0f}) vs {b['web_mean_ms']:.0f} ms (p95 {b['web_p95_ms']:.0f}).")
+            W.append("  (Response times include the emulated VM's own network and Python latency, the same for"
+                     " every scheduler.)")
+        fo = summ["failover"]
+        if fo and fo.get("done"):
+            allkept = fo["sensors_kept"] == fo["sensors_at_kill"] and fo["web_lost"] == 0
+            W.append(f"- Failover: new connections were served by the standby {fo['failover_ms']:.0f} ms after"
+                     f" the active front end died, and {fo['sensors_kept']} of {fo['sensors_at_kill']} established"
+                     f" sensor connections {'all ' if allkept else ''}kept working through it"
+                     " (the standby had them from the IPVS sync daemon).")
+        elif fo:
+            W.append("- Failover: the standby did not take over within the bound; see the keepalive logs.")
+        return W
+
+
+async def amain(lab):
+    a = lab.a
+    t_start = time.time()
+    rd = asyncio.create_task(lab.read_srv())
+    sp = asyncio.create_task(lab.sampler())
+    fo = None
+    try:
+        for k, sched in enumerate(a.schedulers):
+            last = k == len(a.schedulers) - 1
+            await lab.run_phase(sched, keep=last and not a.no_failover)
+        if not a.no_failover:
+            fo = await asyncio.wait_for(lab.failover(), 90)
+        ph = lab.phase
+        ph.stopping = True
+        for t in ph.tasks:
+            t.cancel()
+        await asyncio.gather(*ph.tasks, return_exceptions=True)
+    finally:
+        lab.stop_all = True
+        sp.cancel()
+        await asyncio.gather(sp, return_exceptions=True)
+    summ = lab.write_outputs(fo, time.time() - t_start)
+    txt = lab.table(summ)
+    out(txt)
+    with open(os.path.join(a.out, "summary.txt"), "w") as f:
+        f.write(txt + "\n")
+    rd.cancel()
+    return summ
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sensors", type=int, default=200)
+    ap.add_argument("--web-users", type=int, default=30)
+    ap.add_argument("--web-idle", type=float, default=3.0, help="mean idle time between web sessions (s)")
+    ap.add_argument("--util", type=float, default=0.6, help="target mean utilisation of the cluster")
+    ap.add_argument("--warm", type=float, default=5)
+    ap.add_argument("--ramp", type=float, default=12)
+    ap.add_argument("--measure", type=float, default=30)
+    ap.add_argument("--schedulers", default="wlc,vmwlc,vmwlch")
+    ap.add_argument("--no-failover", action="store_true")
+    ap.add_argument("--progress-every", type=int, default=3, help="progress line every N samples (s)")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    a.schedulers = a.schedulers.split(",")
+    if a.sensors < 1 or a.web_users < 1 or a.measure <= 0:
+        ap.error("need at least one sensor, one web user and a positive --measure")
+    random.seed(a.seed)
+    if os.geteuid() != 0:
+        log("must run as root (in the test VM: scripts/vm.sh -- lab/run.sh)")
+        return 1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
+    lab = Lab(a)
+    t0 = time.time()
+    try:
+        lab.setup()
+        out(f"lab ready in {time.time() - t0:.0f} s: {a.sensors} sensors (a reading every {SENSOR_PERIOD:.0f} s), "
+            f"{a.web_users} web users; work per sensor reading {1000 * lab.work['sensor_work']:.0f} ms, "
+            f"per web request {1000 * lab.work['web_work']:.0f} ms of a normal CPU (target cluster load "
+            f"{a.util:.0%})")
+        asyncio.run(amain(lab))
+        return 0
+    except LabError as e:
+        log(f"error: {e}")
+        return 1
+    finally:
+        for i, p in lab.ka.items():
+            if p.poll() is None:
+                p.terminate()
+        if lab.srv and lab.srv.poll() is None:
+            lab.srv.terminate()
+        for p in list(lab.ka.values()) + ([lab.srv] if lab.srv else []):
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if os.environ.get("LAB_KEEP_LOGS"):
+            log(f"logs in {lab.tmp}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
