@@ -179,9 +179,14 @@ def build_topology(tmp):
 
 
 def delete_topology():
-    for n in os.listdir("/run/netns") if os.path.isdir("/run/netns") else []:
-        if n.startswith("lab-"):
-            subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=30)
+    """Remove the lab's namespaces (one exec: `ip -batch`)."""
+    names = [n for n in (os.listdir("/run/netns") if os.path.isdir("/run/netns") else []) if n.startswith("lab-")]
+    if names:
+        try:
+            subprocess.run(["ip", "-force", "-batch", "-"], input="".join(f"netns del {n}\n" for n in names),
+                           capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            log("warning: removing the lab's namespaces timed out")
 
 
 # ---------------------------------------------------------------- front ends
@@ -236,6 +241,21 @@ def ipvs_read(pid):
     return scheds, dests
 
 
+def client_ports(pid, port):
+    """Client ports of the connections to VIP:port in PID's IPVS connection table."""
+    want = "%08X" % int.from_bytes(bytes(map(int, "192.0.2.200".split("."))), "big")
+    ports = set()
+    try:
+        with open(f"/proc/{pid}/net/ip_vs_conn") as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 8 and p[1] == want and int(p[4], 16) == port:
+                    ports.add(int(p[2], 16))
+    except (OSError, ValueError):
+        pass
+    return ports
+
+
 def synced_established(pid, port):
     """ESTABLISHED entries from the client to VIP:port in PID's connection table."""
     want = "%08X" % int.from_bytes(bytes(map(int, "192.0.2.200".split("."))), "big")
@@ -282,6 +302,7 @@ class Phase:
         self.errors = {"sensor": 0, "web": 0}
         self.tasks = []
         self.stopping = False
+        self.lag = []  # sampler lateness per second (s)
 
 
 class Lab:
@@ -303,6 +324,7 @@ class Lab:
     # ---- setup
     def setup(self):
         t = time.time()
+        delete_topology()  # leftovers of an earlier run (LAB_KEEP=1)
         build_topology(self.tmp)
         log(f"topology: {len(VMS)} VMs on {len(HOSTS)} hosts, 2 front ends, client "
             f"({time.time() - t:.1f} s)")
@@ -513,7 +535,12 @@ class Lab:
     async def sampler(self):
         prev = None
         n = 0
+        last = time.time()
         while not self.stop_all:
+            now = time.time()
+            if self.phase is not None:  # how late the event loop runs (a VM short of CPU)
+                self.phase.lag.append(max(0.0, now - last - 1.0))
+            last = now
             if self.phase is not None:
                 try:
                     prev = self.sample(prev)
@@ -543,9 +570,15 @@ class Lab:
         for j in range(a.web_users):
             ph.tasks.append(asyncio.create_task(self.web_user(j, ph)))
         await asyncio.sleep(a.warm)
-        for i in range(a.sensors):
-            ph.tasks.append(asyncio.create_task(self.sensor(i, ph)))
-            await asyncio.sleep(a.ramp / a.sensors)
+        # sensors connect at a steady pace over the ramp (wall clock: a slow
+        # VM does not stretch the ramp, it only delays the connections)
+        r0, started = time.time(), 0
+        while started < a.sensors:
+            due = min(a.sensors, int(a.sensors * (time.time() - r0) / a.ramp) + 1)
+            for i in range(started, due):
+                ph.tasks.append(asyncio.create_task(self.sensor(i, ph)))
+            started = due
+            await asyncio.sleep(0.1)
         await asyncio.sleep(2.0)  # the last sensors' first readings
         ph.m0 = time.time()
         await asyncio.sleep(a.measure)
@@ -581,7 +614,7 @@ class Lab:
                  host_wload={h: mean([s["wload"][h] for s in ms]) for h in HNAMES},
                  host_conns={h: mean([s["conns"][h] for s in ms]) for h in HNAMES},
                  host_busy=busy, max_busy=max(busy.values()) if ms else float("nan"),
-                 errors=dict(ph.errors))
+                 errors=dict(ph.errors), loop_lag_ms=1000 * mean(ph.lag) if ph.lag else 0.0)
         for svc in ("sensor", "web"):
             xs = [x for t, x in ph.rt[svc] if ph.m0 <= t <= ph.m1]
             r[f"{svc}_n"] = len(xs)
@@ -614,10 +647,11 @@ class Lab:
             w = None
             try:
                 r, w = await self.open(WEB_PORT, 3)
+                port = w.get_extra_info("sockname")[1]
                 await asyncio.wait_for(self.http_get(r, w, "/ping", close=True), 3)
-                probes.append((t, time.time(), True))
+                probes.append((t, time.time(), True, port))
             except Exception:  # noqa: BLE001
-                probes.append((t, time.time(), False))
+                probes.append((t, time.time(), False, None))
             finally:
                 if w is not None:
                     w.close()
@@ -659,12 +693,16 @@ class Lab:
             cut.kill()
             raise LabError("cutting fe1's links did not finish")
         t1 = time.time()
-        out(f"== failover: fe1 killed (links cut in {1000 * (t1 - t0):.0f} ms, keepalive SIGKILLed)")
-        end = time.time() + 15
+        out(f"== failover: fe1 killed (keepalive SIGKILLed; cutting its links took {1000 * (t1 - t0):.0f} ms)")
+        # "answering on the backup": the first probe that fe2 forwarded (its
+        # client port is in fe2's connection table); while the cut is under
+        # way fe1 may still forward some, and those do not count
+        end = time.time() + 20
         while time.time() < end and first is None:
-            ok = [e for s, e, good in probes if good and s >= t1]
+            via2 = client_ports(self.ka[2].pid, WEB_PORT)
+            ok = [e for st_, e, good, port in probes if good and st_ >= t0 and port in via2]
             first = min(ok) if ok else None
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
         # survival: each connection open at the kill must be answered after it
         end = time.time() + SENSOR_PERIOD + 8
         while time.time() < end:
@@ -688,6 +726,7 @@ class Lab:
                    sensors_kept=len(kept), sensors_lost=len(lost), sensors_at_kill=len(snap_s),
                    lost_errors=[self.sensors[i]["err"] for i in lost][:5],
                    web_sessions_at_kill=len(snap_w), web_kept=len(wk), web_lost=len(wl),
+                   web_lost_errors=[self.sessions[sid]["err"] for sid in wl][:5],
                    probes_after=len(after), probes_after_ok=sum(1 for p in after if p[2]),
                    new_master_sync=synced_established(self.ka[2].pid, SENSOR_PORT))
         self.failing = False
@@ -700,11 +739,10 @@ class Lab:
             with open(os.path.join(self.a.out, f"samples-{ph.sched}.dat"), "w") as f:
                 f.write("# t " + " ".join(f"load_{h}" for h in HNAMES) + " " +
                         " ".join(f"busy_{h}" for h in HNAMES) + " measured\n")
-                for s in ph.samples:
-                    if s.get("_busy") is None and s is ph.samples[0]:
-                        continue
+                for k, s in enumerate(ph.samples):
+                    win = ph.samples[max(0, k - 2):k + 3]  # busy: 5-s centred moving average
                     f.write(f"{s['t']:.1f} " + " ".join(f"{s['wload'][h]:.2f}" for h in HNAMES) + " " +
-                            " ".join(f"{100 * s['util'][h]:.1f}" for h in HNAMES) +
+                            " ".join(f"{100 * mean([x['util'][h] for x in win]):.1f}" for h in HNAMES) +
                             f" {1 if s['measured'] else 0}\n")
         with open(os.path.join(self.a.out, "labels.gp"), "w") as f:  # for lab/plot.gp
             f.write(f'scheds = "{" ".join(ph.sched for ph in self.phases)}"\n')
@@ -742,6 +780,7 @@ class Lab:
         row("sensor reading rt p95 (ms)", "sensor_p95_ms", "{:.0f}")
         row("web request rt mean (ms)", "web_mean_ms", "{:.0f}")
         row("web request rt p95 (ms)", "web_p95_ms", "{:.0f}")
+        row("client event-loop lag (ms/s)", "loop_lag_ms", "{:.0f}")
         L.append(f"{'requests measured (sensor/web)':34}" + "".join(
             f"{str(p['sensor_n']) + '/' + str(p['web_n']):>{w}}" for p in ps))
         L.append(f"{'errors (sensor/web)':34}" + "".join(
@@ -785,6 +824,11 @@ class Lab:
                      f" {a['web_p95_ms']:.0f}) vs {b['web_mean_ms']:.0f} ms (p95 {b['web_p95_ms']:.0f}).")
             W.append("  (Response times include the emulated VM's own network and Python latency, the same for"
                      " every scheduler.)")
+            lag = max(p["loop_lag_ms"] for p in summ["phases"])
+            if lag > 200:
+                W.append(f"  Note: the VM was short of CPU in this run (the client's event loop ran up to"
+                         f" {lag:.0f} ms late per second on average; other VMs on this machine?): response"
+                         " times are inflated and noisier; host balance is not affected.")
         fo = summ["failover"]
         if fo and fo.get("done"):
             allkept = fo["sensors_kept"] == fo["sensors_at_kill"] and fo["web_lost"] == 0
@@ -830,12 +874,12 @@ async def amain(lab):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--sensors", type=int, default=200)
-    ap.add_argument("--web-users", type=int, default=30)
+    ap.add_argument("--sensors", type=int, default=150)
+    ap.add_argument("--web-users", type=int, default=24)
     ap.add_argument("--web-idle", type=float, default=3.0, help="mean idle time between web sessions (s)")
     ap.add_argument("--util", type=float, default=0.6, help="target mean utilisation of the cluster")
-    ap.add_argument("--warm", type=float, default=5)
-    ap.add_argument("--ramp", type=float, default=12)
+    ap.add_argument("--warm", type=float, default=4)
+    ap.add_argument("--ramp", type=float, default=10)
     ap.add_argument("--measure", type=float, default=30)
     ap.add_argument("--schedulers", default="wlc,vmwlc,vmwlch")
     ap.add_argument("--no-failover", action="store_true")
@@ -875,8 +919,10 @@ def main():
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
-        if os.environ.get("LAB_KEEP_LOGS"):
-            log(f"logs in {lab.tmp}")
+        if os.environ.get("LAB_KEEP"):
+            log(f"namespaces kept; logs in {lab.tmp}")
+        else:
+            delete_topology()
 
 
 if __name__ == "__main__":

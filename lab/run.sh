@@ -11,4 +11,4 @@ done
 command -v python3 >/dev/null || { echo "lab/run.sh: python3 missing" >&2; exit 1; }
 timeout 60 modprobe ip_vs_vmwlch || { echo "lab/run.sh: cannot load ip_vs_vmwlch" >&2; exit 1; }
 # Everything the lab starts lives in namespaces named lab-*, in this VM only.
-exec timeout -k 10 "${LAB_TIMEOUT:-900}" python3 "$REPO/lab/lab.py" "$@"
+exec timeout -k 10 "${LAB_TIMEOUT:-1500}" python3 "$REPO/lab/lab.py" "$@"

@@ -28,7 +28,7 @@ rm -f "$OUT"/summary.* "$OUT"/samples-*.dat "$OUT"/labels.gp "$OUT"/hosts.png
 
 log "booting the test VM and running the lab (about 4-5 minutes under emulation)"
 rc=0
-VM_OUTDIR="$OUT" VM_TIMEOUT="${VM_TIMEOUT:-1200}" "$REPO/scripts/vm.sh" -- lab/run.sh --out "$OUT" "$@" || rc=$?
+VM_OUTDIR="$OUT" VM_TIMEOUT="${VM_TIMEOUT:-1800}" "$REPO/scripts/vm.sh" -- lab/run.sh --out "$OUT" "$@" || rc=$?
 if [ $rc != 0 ]; then
     case $rc in
         99) log "the lab ran, but the VM's kernel log shows a problem (see above)" ;;
