@@ -475,7 +475,7 @@ class Lab:
             st = self.sessions[sid] = dict(open=False, ok_after=0.0, err=None)
             try:
                 r, w = await self.open(WEB_PORT, 5)
-                st["open"] = True
+                st["open"], st["opened"] = True, time.time()
                 for _ in range(random.randint(3, 8)):
                     t = time.time()
                     st["sent"] = t
@@ -727,6 +727,9 @@ class Lab:
                    lost_errors=[self.sensors[i]["err"] for i in lost][:5],
                    web_sessions_at_kill=len(snap_w), web_kept=len(wk), web_lost=len(wl),
                    web_lost_errors=[self.sessions[sid]["err"] for sid in wl][:5],
+                   # age at the kill: the sync daemon ships a connection after a few
+                   # packets and flushes its buffer every ~2 s, so young ones may be lost
+                   web_lost_age_ms=[round(1000 * (t0 - self.sessions[sid].get("opened", t0))) for sid in wl],
                    probes_after=len(after), probes_after_ok=sum(1 for p in after if p[2]),
                    new_master_sync=synced_established(self.ka[2].pid, SENSOR_PORT))
         self.failing = False

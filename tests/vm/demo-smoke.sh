@@ -50,10 +50,13 @@ if fo and fo["done"]:
     check(fo["sensors_at_kill"] == 30, "sensors open at the kill: %s" % fo["sensors_at_kill"])
     check(fo["sensors_kept"] == fo["sensors_at_kill"], "sensor connections kept: %d/%d (%s)"
           % (fo["sensors_kept"], fo["sensors_at_kill"], fo["lost_errors"]))
-    # A web session opened in the last instants before the kill may not be on
-    # the standby yet (the sync daemon ships an entry after its 3rd packet):
-    # tolerate one such loss; the long-established sensors must all survive.
-    check(fo["web_lost"] <= 1, "web sessions lost: %s (%s)" % (fo["web_lost"], fo.get("web_lost_errors")))
+    # A web session opened in the last ~2 s before the kill may not be on the
+    # standby yet (the sync daemon ships an entry after a few packets and
+    # flushes every ~2 s): only such young sessions may be lost; the
+    # long-established sensors must all survive.
+    old = [a for a in fo.get("web_lost_age_ms", []) if a > 3000]
+    check(not old, "web sessions older than 3 s lost: ages %s ms (%s)" % (fo.get("web_lost_age_ms"),
+                                                                         fo.get("web_lost_errors")))
     check(fo["probes_after"] > 0 and fo["probes_after_ok"] == fo["probes_after"],
           "new connections after the failover: %s/%s" % (fo["probes_after_ok"], fo["probes_after"]))
     print("[demo-smoke] failover %.0f ms, %d/%d connections kept; imbalance wlc %.2f vmwlc %.2f vmwlch %.2f"
