@@ -8,11 +8,12 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/r
 export PYTHONDONTWRITEBYTECODE=1
 mount -t proc proc /proc
 read -r cmdline < /proc/cmdline
-work="" cwd="/" out=""
+work="" cwd="/" out="" repo=""
 for a in $cmdline; do
     case "$a" in
         vmwlch.work=*) work="${a#vmwlch.work=}" ;;
         vmwlch.cwd=*) cwd="${a#vmwlch.cwd=}" ;;
+        vmwlch.repo=*) repo="${a#vmwlch.repo=}" ;;
         vmwlch.out=*) out="${a#vmwlch.out=}" ;;
     esac
 done
@@ -21,8 +22,20 @@ mount -t sysfs sysfs /sys
 mark start
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
-for d in /dev/shm /run /tmp /var/tmp /var/lib /var/log /root /home; do
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+# Writable tmpfs where tools write. The repository (and the working
+# directory) may live below one of them on the host (a CI clone in /tmp, say):
+# keep a view of the host's root and bind them back after mounting.
+mkdir -p /dev/shm/hostroot
+mount --bind / /dev/shm/hostroot
+for d in /run /tmp /var/tmp /var/lib /var/log /root /home; do
     mount -t tmpfs -o mode=1777 tmpfs "$d"
+    for p in "$repo" "$cwd"; do
+        case "$p/" in
+            "$d"/*) [ -d "$p" ] && continue   # already bound back
+                    mkdir -p "$p" && mount --bind "/dev/shm/hostroot$p" "$p" ;;
+        esac
+    done
 done
 mount -t debugfs debugfs /sys/kernel/debug
 # /lib/modules does not exist on the host: an overlay over /usr/lib makes room

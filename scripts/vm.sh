@@ -56,7 +56,7 @@ fi
 QEMU=(qemu-system-x86_64 -machine q35 -m "${VM_MEM:-2G}" -smp "${VM_CPUS:-2}"
     -nographic -no-reboot -nodefaults -serial stdio
     -kernel "$IMG"
-    -append "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check kasan_multi_shot rootfstype=9p root=/dev/root rootflags=version=9p2000.L,trans=virtio,msize=512000,cache=loose ro init=$REPO/scripts/vm-init.sh vmwlch.work=$WORK vmwlch.cwd=$PWD$OUTARG"
+    -append "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check kasan_multi_shot rootfstype=9p root=/dev/root rootflags=version=9p2000.L,trans=virtio,msize=512000,cache=loose ro init=$REPO/scripts/vm-init.sh vmwlch.work=$WORK vmwlch.cwd=$PWD vmwlch.repo=$REPO$OUTARG"
     -fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
     -device virtio-9p-pci,fsdev=root,mount_tag=/dev/root
     -fsdev "local,id=work,path=$WORK,security_model=none,multidevs=remap"
