@@ -6,18 +6,13 @@
 # Under qemu's software emulation absolute times are inflated; the ratios are
 # what this measures.
 set -euo pipefail
-source "$(dirname "$0")/common.sh"
 # The benchmark kernel: the test kernel without KASAN and lockdep, whose
 # instrumentation would dominate the timings.
-[ "${SKIP_SETUP:-0}" = 1 ] || "$REPO/scripts/setup.sh" --no-cargo --bench-kernel >&2
 export VMWLCH_KERNEL_VARIANT="${VMWLCH_KERNEL_VARIANT:-bench}"
-KVARIANT=$VMWLCH_KERNEL_VARIANT; KFRAGS=("$KFRAG"); [ "$KVARIANT" = test ] || KFRAGS+=("$REPO/kernel/vmwlch-$KVARIANT.config")
+source "$(dirname "$0")/common.sh"
+[ "${SKIP_SETUP:-0}" = 1 ] || "$REPO/scripts/setup.sh" --no-cargo --bench-kernel >&2
 KB="$(kernel_build_dir)"
-B="$CACHE/bench-module"
-rm -rf "$B"; mkdir -p "$B"
-cp -r "$REPO/ipvs-sched-vmwlch/Kbuild" "$REPO/ipvs-sched-vmwlch/Makefile" \
-    "$REPO/ipvs-sched-vmwlch/src" "$REPO/ipvs-sched-vmwlch/include" "$B/"
-make -s -C "$B" KDIR="$KB" BINDGEN="$TOOLS/bin/bindgen" VMWLCH_BENCH=1 >&2
+KO="$(build_module_copy bench VMWLCH_BENCH=1)"
 accel=tcg; [ "$(cat "$KB/.kvm-probe" 2>/dev/null)" = yes ] && accel=kvm
 echo "# vmwlch vs wlc scheduling cost ($(date -u +%F), kernel $(cat "$KB/include/config/kernel.release") $KVARIANT variant, qemu $accel, $(nproc) host cores)"
-"$REPO/scripts/vm.sh" -- sh -c "insmod $B/ip_vs_vmwlch.ko && python3 $REPO/tests/py/bench_sched.py"
+"$REPO/scripts/vm.sh" -- sh -c "insmod $KO && python3 $REPO/tests/py/bench_sched.py"

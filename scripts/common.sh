@@ -41,3 +41,14 @@ kernel_build_dir() {
 
 log() { printf '\033[1m[%s]\033[0m %s\n' "$(basename "$0")" "$*" >&2; }
 die() { printf '\033[31m[%s] error:\033[0m %s\n' "$(basename "$0")" "$*" >&2; exit 1; }
+
+# Build the module (optionally with extra make variables) against the kernel of
+# the current variant, in a private copy under the cache; prints the .ko path.
+build_module_copy() { # name [VAR=value...]
+    local dir="$CACHE/module-$1-$KVARIANT"; shift
+    rm -rf "$dir"; mkdir -p "$dir"
+    cp -r "$REPO/ipvs-sched-vmwlch/Kbuild" "$REPO/ipvs-sched-vmwlch/Makefile" \
+        "$REPO/ipvs-sched-vmwlch/src" "$REPO/ipvs-sched-vmwlch/include" "$dir/"
+    make -s -C "$dir" KDIR="$(kernel_build_dir)" BINDGEN="$TOOLS/bin/bindgen" "$@" >&2
+    echo "$dir/ip_vs_vmwlch.ko"
+}
