@@ -9,13 +9,14 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 # read-only and for another kernel; vm-init.sh made /usr/lib writable).
 rel="$(uname -r)"
 ko="$REPO/ipvs-sched-vmwlch/ip_vs_vmwlch.ko"
-mkdir -p "/lib/modules/$rel/extra"
+# busybox (static) starts much faster under emulation than coreutils.
+busybox mkdir -p "/lib/modules/$rel/extra"
 for f in modules.order modules.builtin modules.builtin.modinfo; do
-    [ -f "$KB/$f" ] && cp "$KB/$f" "/lib/modules/$rel/"
+    [ -f "$KB/$f" ] && busybox cp "$KB/$f" "/lib/modules/$rel/"
 done
 # The repository's module is built for the test kernel; other variants
 # (the benchmark kernel) load their own build explicitly.
-[ "${VMWLCH_KERNEL_VARIANT:-test}" = test ] && [ -f "$ko" ] && cp "$ko" "/lib/modules/$rel/extra/"
+[ "${VMWLCH_KERNEL_VARIANT:-test}" = test ] && [ -f "$ko" ] && busybox cp "$ko" "/lib/modules/$rel/extra/"
 depmod -a "$rel" 2>/dev/null
 
 exec "$@"

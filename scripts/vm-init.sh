@@ -6,6 +6,10 @@
 # Every exec is slow under emulation: keep the process count low.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb LANG=C.UTF-8
 export PYTHONDONTWRITEBYTECODE=1
+# busybox is static: under emulation it starts in a fifth of the time of
+# the dynamically linked util-linux/coreutils tools.
+mount() { busybox mount "$@"; }
+mkdir() { busybox mkdir "$@"; }
 mount -t proc proc /proc
 read -r cmdline < /proc/cmdline
 work="" cwd="/" out="" repo=""
@@ -46,7 +50,7 @@ mkdir -p "$work"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmwork "$work"
 [ -z "$out" ] || mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmout "$out"
 echo vmwlch-vm > /proc/sys/kernel/hostname
-stty -opost < /dev/ttyS0
+busybox stty -opost < /dev/ttyS0
 mark "ready to run"
 
 ulimit -n 65536

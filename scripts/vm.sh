@@ -54,9 +54,9 @@ if [ -n "${VM_OUTDIR:-}" ]; then
 fi
 
 QEMU=(qemu-system-x86_64 -machine q35 -m "${VM_MEM:-2G}" -smp "${VM_CPUS:-2}"
-    -nographic -no-reboot -nodefaults -serial stdio
+    -nographic -no-reboot -nodefaults -serial stdio -serial "file:$WORK/console"
     -kernel "$IMG"
-    -append "console=ttyS0 quiet loglevel=1 panic=-1 no_timer_check kasan_multi_shot rootfstype=9p root=/dev/root rootflags=version=9p2000.L,trans=virtio,msize=512000,cache=loose ro init=$REPO/scripts/vm-init.sh vmwlch.work=$WORK vmwlch.cwd=$PWD vmwlch.repo=$REPO$OUTARG"
+    -append "console=ttyS1 loglevel=6 panic=-1 no_timer_check kasan_multi_shot rootfstype=9p root=/dev/root rootflags=version=9p2000.L,trans=virtio,msize=512000,cache=loose ro init=$REPO/scripts/vm-init.sh vmwlch.work=$WORK vmwlch.cwd=$PWD vmwlch.repo=$REPO$OUTARG"
     -fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
     -device virtio-9p-pci,fsdev=root,mount_tag=/dev/root
     -fsdev "local,id=work,path=$WORK,security_model=none,multidevs=remap"
@@ -85,23 +85,49 @@ kvm_works() {
     fi
     [ "$(cat "$stamp")" = yes ]
 }
-if kvm_works; then QEMU+=(-enable-kvm -cpu host); else QEMU+=(-accel tcg -cpu max); fi
+if kvm_works; then QEMU+=(-enable-kvm -cpu host); else QEMU+=(-accel tcg -cpu max,la57=off); fi
 
+# A kernel that has not started init after VM_BOOT_TIMEOUT seconds is stuck
+# in early boot (seen under emulation, before any test code runs): kill it
+# so the run can be retried instead of waiting for VM_TIMEOUT.
+boot_watchdog() {
+    local i
+    for ((i = 0; i < ${VM_BOOT_TIMEOUT:-180}; i++)); do
+        sleep 1
+        grep -q 'as init process' "$WORK/console" 2>/dev/null && return
+    done
+    touch "$WORK/boot-hung"
+    kill "$(cat "$WORK/qemu.pid" 2>/dev/null)" 2>/dev/null
+}
+run_qemu() {
+    rm -f "$WORK/console" "$WORK/boot-hung" "$WORK/qemu.pid"
+    boot_watchdog & local wd=$!
+    # The guest's console carries the command's output; drop qemu's and the
+    # kernel's last words from it.
+    timeout --foreground -k 10 "${VM_TIMEOUT:-1200}" "${QEMU[@]}" -pidfile "$WORK/qemu.pid" </dev/null \
+        2> >(grep -v -e 'fw_cfg item names should be prefixed' -e 'terminating on signal' >&2) \
+        | sed -u -e '/^\[ *[0-9.]*\] reboot: Restarting system/d'
+    qemu_rc=${PIPESTATUS[0]}
+    kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null
+}
 set +e
-# The guest's console carries the command's output; drop qemu's and the
-# kernel's last words from it.
-timeout --foreground -k 10 "${VM_TIMEOUT:-1200}" "${QEMU[@]}" </dev/null \
-    2> >(grep -v 'fw_cfg item names should be prefixed' >&2) \
-    | sed -u -e '/^\[ *[0-9.]*\] reboot: Restarting system/d'
-qemu_rc=${PIPESTATUS[0]}
+run_qemu
+if [ -f "$WORK/boot-hung" ] && [ ! -f "$WORK/rc" ]; then
+    mkdir -p "$LOGDIR"
+    cp "$WORK/console" "$LOGDIR/$(date +%Y%m%d-%H%M%S)-boot-hung.console" 2>/dev/null
+    log "the kernel hung in early boot (no init after ${VM_BOOT_TIMEOUT:-180}s; console saved in $LOGDIR); booting again"
+    run_qemu
+fi
 set -e
 
 name="$(date +%Y%m%d-%H%M%S)-$(basename "$1" | tr -c 'A-Za-z0-9._-' _)"
 [ -f "$WORK/dmesg" ] && cp "$WORK/dmesg" "$LOGDIR/$name.dmesg"
 
 if [ ! -f "$WORK/rc" ]; then
+    # No dmesg from the guest: its console (ttyS1) shows how far it got.
+    [ -f "$WORK/dmesg" ] || cp "$WORK/console" "$LOGDIR/$name.dmesg" 2>/dev/null || true
     log "the VM did not finish the command (qemu status $qemu_rc); kernel log: $LOGDIR/$name.dmesg"
-    [ -f "$WORK/dmesg" ] && tail -40 "$WORK/dmesg" >&2
+    tail -40 "$LOGDIR/$name.dmesg" >&2 2>/dev/null || true
     exit 98
 fi
 rc="$(cat "$WORK/rc")"

@@ -14,3 +14,11 @@ out="$("$VM" -- sh -c 'echo hello-from-guest; exit 7')"; rc=$?
 set -e
 assert_eq 7 "$rc" "vm.sh -- sh -c 'exit 7'"
 echo "$out" | grep -qx hello-from-guest || fail "guest output missing: $out"
+# A kernel stuck before init is killed by the boot watchdog, booted once more,
+# and reported as 98 (here forced with a watchdog shorter than any boot).
+set +e
+out="$(VM_BOOT_TIMEOUT=1 "$VM" -- true 2>&1)"; rc=$?
+set -e
+assert_eq 98 "$rc" "vm.sh with a boot that never reaches init"
+[ "$(echo "$out" | grep -c 'hung in early boot')" = 1 ] || fail "expected one retry notice: $out"
+echo "$out" | grep -q 'did not finish' || fail "expected the unfinished-command report: $out"
