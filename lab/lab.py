@@ -189,11 +189,128 @@ def delete_topology():
             log("warning: removing the lab's namespaces timed out")
 
 
+# A SYN to HOST:PORT every 20 ms for 15 s (run in the client namespace as its
+# own process, so that the loaded lab event loop cannot delay it); each socket
+# is dropped after 0.5 s, completed or not. Only the SYN-ACKs matter: tcpdump
+# timestamps them.
+SYN_PROBER = """
+import socket, sys, time
+host, port = sys.argv[1], int(sys.argv[2])
+print("ready", flush=True)
+open_, end = [], time.time() + 15
+while time.time() < end:
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex((host, port))
+    open_.append((time.time(), s))
+    while open_ and open_[0][0] < time.time() - 0.5:
+        open_.pop(0)[1].close()
+    time.sleep(0.02)
+"""
+
+
+class PacketTiming:
+    """tcpdump and the SYN prober in the client namespace (see SYN_PROBER)."""
+
+    def __init__(self, mac):
+        self.mac, self.lines, self.procs, self.reader = mac, [], [], None
+
+    async def start(self):
+        cap = await asyncio.create_subprocess_exec(
+            "ip", "netns", "exec", NS_CL, "tcpdump", "-i", "eth0", "-n", "-e", "-tt", "-l", "-U",
+            f"(src host {VIP} and tcp src port {WEB_PORT} and tcp[tcpflags] & tcp-syn != 0) or "
+            f"(arp and ether src {self.mac})",
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(cap)
+
+        async def read():
+            async for line in cap.stdout:
+                self.lines.append(line.decode(errors="replace"))
+
+        self.reader = asyncio.create_task(read())
+        seen = []
+        while True:
+            line = await asyncio.wait_for(cap.stderr.readline(), 30)
+            seen.append(line.decode(errors="replace").strip())
+            if not line:
+                raise LabError(f"tcpdump in the client namespace did not start: {' / '.join(seen)}")
+            if b"listening on" in line:
+                break
+        syn = await asyncio.create_subprocess_exec(
+            "ip", "netns", "exec", NS_CL, sys.executable, "-c", SYN_PROBER, VIP, str(WEB_PORT),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.procs.append(syn)
+        if b"ready" not in await asyncio.wait_for(syn.stdout.readline(), 30):
+            raise LabError("the SYN prober did not start")
+
+    async def stop(self):
+        for p in self.procs:
+            if p.returncode is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                await asyncio.wait_for(p.wait(), 10)
+            except asyncio.TimeoutError:
+                p.kill()
+        if self.reader is not None:
+            self.reader.cancel()
+            await asyncio.gather(self.reader, return_exceptions=True)
+        self.procs = []
+
+    async def first_after(self, t0):
+        """Stops the capture; (first SYN-ACK, first ARP) from the MAC at or after T0."""
+        await self.stop()
+        return first_from(self.lines, self.mac, t0)
+
+
+def ka_masters_since(path, t0):
+    """{instance: time} of keepalive's first transitions to MASTER at or after T0 in its log."""
+    import datetime
+    import re
+    res = {}
+    try:
+        text = open(path, errors="replace").read()
+    except OSError:
+        return res
+    for line in re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines():
+        if "VRRP transition" not in line or not re.search(r'to="?master', line, re.I):
+            continue
+        m = re.search(r"instance=(\S+)", line)
+        try:
+            t = datetime.datetime.fromisoformat(line.split()[0]).timestamp()
+        except (ValueError, IndexError):
+            continue
+        if m and t >= t0 and m.group(1) not in res:
+            res[m.group(1)] = t
+    return res
+
+
+def first_from(capture, mac, t0):
+    """(first SYN-ACK, first ARP) from MAC at or after T0 in `tcpdump -e -tt` lines."""
+    synack = garp = None
+    for line in capture:
+        p = line.split()
+        if len(p) < 2 or p[1].lower() != mac.lower():
+            continue
+        try:
+            t = float(p[0])
+        except ValueError:
+            continue
+        if t < t0:
+            continue
+        if "ARP" in line and garp is None:
+            garp = t
+        if "Flags [S.]" in line and synack is None:
+            synack = t
+    return synack, garp
+
+
 # ---------------------------------------------------------------- front ends
 
 def ka_config(i, sched):
     prio = 200 if i == 1 else 100
-    y = ["global:", "  metrics_listen: 127.0.0.1:9650", "vrrp:"]
+    # real-time event loop: the lab keeps the VM busy, and adverts must not wait
+    y = ["global:", "  metrics_listen: 127.0.0.1:9650", "  realtime_priority: 50", "vrrp:"]
     y += ["  - name: VI_1", "    interface: eth0", "    vrid: 51", f"    priority: {prio}",
           "    advert_interval_ms: 100", f"    virtual_ips: [{VIP}/24]",
           "    ipvs_sync: { interface: eth1, syncid: 51 }"]
@@ -625,7 +742,6 @@ class Lab:
 
     # ---- failover
     async def failover(self):
-        ph = self.phase
         self.failing = True
         res = dict(done=False)
         # the backup must hold every established sensor connection
@@ -639,6 +755,19 @@ class Lab:
         res["sensors_open"], res["synced_on_backup"] = nopen, synced
         out(f"== failover: {nopen} sensor connections open and {sum(1 for x in self.sessions.values() if x['open'])}"
             f" web sessions; backup fe2 holds {synced} synced ESTABLISHED sensor entries")
+        # Packet-level timing, independent of this (loaded) event loop: a
+        # separate process in the client namespace sends a SYN to the VIP
+        # every 20 ms, and tcpdump timestamps (in the kernel) the SYN-ACKs
+        # and gratuitous ARPs that arrive from fe2's MAC address.
+        mac2 = run(["ip", "-n", FE[2], "-br", "link", "show", "eth0"]).split()[2]
+        timing = PacketTiming(mac2)
+        try:
+            await timing.start()
+            return await self.measure_failover(res, timing)
+        finally:
+            await timing.stop()
+
+    async def measure_failover(self, res, timing):
         # probes: a new connection to the VIP every 50 ms, each bounded by 3 s
         probes = []
 
@@ -720,8 +849,13 @@ class Lab:
         await asyncio.gather(*ptasks, return_exceptions=True)
         vw.cancel()
         await asyncio.gather(vw, return_exceptions=True)
+        synack, garp = await timing.first_after(t0)
+        masters = ka_masters_since(os.path.join(self.tmp, "fe2.log"), t0)
         after = [p for p in probes if first is not None and p[0] >= first + 1]
-        res.update(done=first is not None, failover_ms=1000 * (first - t0) if first else None,
+        res.update(done=first is not None, http_via_backup_ms=1000 * (first - t0) if first else None,
+                   failover_ms=1000 * (synack - t0) if synack else None,
+                   garp_ms=1000 * (garp - t0) if garp else None,
+                   fe2_master_ms={k: round(1000 * (v - t0)) for k, v in masters.items()},
                    cut_ms=1000 * (t1 - t0), vip_on_backup_ms=1000 * (vip_at[0] - t0) if vip_at else None,
                    sensors_kept=len(kept), sensors_lost=len(lost), sensors_at_kill=len(snap_s),
                    lost_errors=[self.sensors[i]["err"] for i in lost][:5],
@@ -792,10 +926,13 @@ class Lab:
         if fo:
             L.append("")
             if fo.get("done"):
-                L.append(f"Failover (vmwlch, under load): fe1 killed -> VIP answering on fe2 in "
-                         f"{fo['failover_ms']:.0f} ms (VIP configured on fe2 after "
-                         f"{fo['vip_on_backup_ms']:.0f} ms)" if fo.get("vip_on_backup_ms") is not None else
-                         f"Failover: fe1 killed -> VIP answering on fe2 in {fo['failover_ms']:.0f} ms")
+                ms = lambda k: "n/a" if fo.get(k) is None else f"{fo[k]:.0f} ms"  # noqa: E731
+                L.append(f"Failover (vmwlch, under load): fe1 killed -> VIP answering on fe2 (first SYN-ACK"
+                         f" from fe2 at the client, kernel timestamp) in {ms('failover_ms')}")
+                L.append("  fe2 became master: " + ", ".join(
+                    f"{k} {v} ms" for k, v in sorted(fo.get("fe2_master_ms", {}).items())) +
+                    " (keepalive's log)")
+                L.append(f"  fe2's first gratuitous ARP at the client {ms('garp_ms')}")
             else:
                 L.append("Failover: the VIP did not answer on fe2 within 15 s")
             L.append(f"  established sensor connections kept: {fo['sensors_kept']}/{fo['sensors_at_kill']}"
@@ -833,9 +970,9 @@ class Lab:
                          f" {lag:.0f} ms late per second on average; other VMs on this machine?): response"
                          " times are inflated and noisier; host balance is not affected.")
         fo = summ["failover"]
-        if fo and fo.get("done"):
+        if fo and fo.get("done") and fo.get("failover_ms") is not None:
             allkept = fo["sensors_kept"] == fo["sensors_at_kill"] and fo["web_lost"] == 0
-            W.append(f"- Failover: new connections were served by the standby {fo['failover_ms']:.0f} ms after"
+            W.append(f"- Failover: the standby answered new connections {fo['failover_ms']:.0f} ms after"
                      f" the active front end died, and {fo['sensors_kept']} of {fo['sensors_at_kill']} established"
                      f" sensor connections {'all ' if allkept else ''}kept working through it"
                      " (the standby had them from the IPVS sync daemon).")
@@ -856,12 +993,14 @@ async def amain(lab):
             await lab.run_phase(sched, keep=last and not a.no_failover)
         if not a.no_failover:
             fo = await asyncio.wait_for(lab.failover(), 90)
-        ph = lab.phase
-        ph.stopping = True
-        for t in ph.tasks:
-            t.cancel()
-        await asyncio.gather(*ph.tasks, return_exceptions=True)
     finally:
+        # also on errors: stop the clients so that the loop can end
+        ph = lab.phase
+        if ph is not None:
+            ph.stopping = True
+            for t in ph.tasks:
+                t.cancel()
+            await asyncio.gather(*ph.tasks, return_exceptions=True)
         lab.stop_all = True
         sp.cancel()
         await asyncio.gather(sp, return_exceptions=True)

@@ -47,8 +47,13 @@ die() { printf '\033[31m[%s] error:\033[0m %s\n' "$(basename "$0")" "$*" >&2; ex
 build_module_copy() { # name [VAR=value...]
     local dir="$CACHE/module-$1-$KVARIANT"; shift
     rm -rf "$dir"; mkdir -p "$dir"
+    # Sources only: objects and the generated src/layout.rs belong to the
+    # kernel they were built for.
     cp -r "$REPO/ipvs-sched-vmwlch/Kbuild" "$REPO/ipvs-sched-vmwlch/Makefile" \
-        "$REPO/ipvs-sched-vmwlch/src" "$REPO/ipvs-sched-vmwlch/include" "$dir/"
+        "$REPO/ipvs-sched-vmwlch/include" "$dir/"
+    mkdir "$dir/src"
+    find "$REPO/ipvs-sched-vmwlch/src" -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' -o -name '*.rs' \) \
+        ! -name layout.rs -exec cp {} "$dir/src/" \;
     make -s -C "$dir" KDIR="$(kernel_build_dir)" BINDGEN="$TOOLS/bin/bindgen" "$@" >&2
     echo "$dir/ip_vs_vmwlch.ko"
 }

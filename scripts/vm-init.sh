@@ -48,7 +48,8 @@ mkdir -p /run/ovl/lib /run/ovl/work /run/netns /run/lock
 mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=/run/ovl/lib,workdir=/run/ovl/work /usr/lib
 mkdir -p "$work"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmwork "$work"
-[ -z "$out" ] || mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmout "$out"
+# The output directory may lie below a tmpfs just mounted (e.g. in /tmp).
+[ -z "$out" ] || { mkdir -p "$out" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmout "$out"; }
 echo vmwlch-vm > /proc/sys/kernel/hostname
 busybox stty -opost < /dev/ttyS0
 mark "ready to run"

@@ -94,7 +94,9 @@ boot_watchdog() {
     local i
     for ((i = 0; i < ${VM_BOOT_TIMEOUT:-180}; i++)); do
         sleep 1
-        grep -q 'as init process' "$WORK/console" 2>/dev/null && return
+        # vm-init's first mark (printed at the default level, unlike the
+        # kernel's own "Run ... as init process", which is KERN_INFO)
+        grep -q 'vm-init: start' "$WORK/console" 2>/dev/null && return
     done
     touch "$WORK/boot-hung"
     kill "$(cat "$WORK/qemu.pid" 2>/dev/null)" 2>/dev/null

@@ -72,19 +72,6 @@ void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out)
 #endif
 }
 
-void vmwlch_dest_fields(const struct ip_vs_dest *dest,
-			struct vmwlch_dest_fields *out)
-{
-	out->weight = &dest->weight;
-	out->activeconns = &dest->activeconns;
-#ifdef VMWLCH_HAVE_TOTALCONNS
-	out->overhead_term = &dest->totalconns;
-#else
-	out->overhead_term = &dest->inactconns;
-#endif
-	out->flags = (const unsigned int *)&dest->flags;
-}
-
 u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16)
 {
 	memset(out16, 0, 16);

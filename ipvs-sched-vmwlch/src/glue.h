@@ -37,15 +37,6 @@ struct vmwlch_live {
 	u32 flags;
 };
 
-/* Addresses of a destination's live fields, so that schedule() reads them
- * without a call per destination (Rust reads them with relaxed atomic loads,
- * i.e. like atomic_read()/READ_ONCE()). */
-struct vmwlch_dest_fields {
-	const atomic_t *weight;
-	const atomic_t *activeconns;
-	const atomic_t *overhead_term;	/* see struct vmwlch_live */
-	const unsigned int *flags;
-};
 
 /* ---- implemented in Rust (vmwlch.rs) ---- */
 void *vmwlch_rs_net_new(void);
@@ -78,8 +69,6 @@ int vmwlch_rs_fill_info(void *state, struct sk_buff *skb, u32 portid,
 
 /* ---- implemented in C (glue.c), called from Rust ---- */
 void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out);
-void vmwlch_dest_fields(const struct ip_vs_dest *dest,
-			struct vmwlch_dest_fields *out);
 /* Address of a destination: returns the family (AF_INET/AF_INET6) and
  * copies 16 bytes (IPv4 in the first 4). */
 u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16);

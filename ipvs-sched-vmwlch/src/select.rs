@@ -6,7 +6,9 @@
 //! and into the user-space crate `vmwlch-core`, where it is tested against a
 //! brute-force oracle. It therefore uses only `core`, never allocates, never
 //! panics (no indexing, no unchecked arithmetic, no `unwrap`), uses no
-//! floating point and no `u128`, and contains no `unsafe` code.
+//! floating point, uses `u128` only on 64-bit targets (where a 64x64-bit
+//! product is one instruction, never a runtime helper), and contains no
+//! `unsafe` code.
 //!
 //! The algorithm (DESIGN.md, "The algorithm (normative)"):
 //!
@@ -92,6 +94,14 @@ pub trait Cluster {
     /// Live counters of the destination; called at most once per destination
     /// (per group listing it) and decision.
     fn live(&self, dest: usize) -> Live;
+    /// The destination's overhead, for destinations that only add to their
+    /// host's load (another service's, under [`Scope::Aggregate`]). Counts
+    /// as the one read of the destination; implementations may read fewer
+    /// fields than [`Cluster::live`] does.
+    #[inline(always)]
+    fn dest_overhead(&self, dest: usize) -> u64 {
+        overhead(&self.live(dest))
+    }
 }
 
 /// The destination index range of a group, clamped to the destination table.
@@ -129,17 +139,34 @@ pub const fn mul_wide(a: u64, b: u64) -> (u64, u64) {
     (high, low)
 }
 
+/// The exact cross products `(n1 * d2, n2 * d1)`, as values that compare
+/// like the products (so `n1 / d1 < n2 / d2` iff `.0 < .1` for positive
+/// denominators).
+#[cfg(target_pointer_width = "64")]
+#[inline(always)]
+fn cross(n1: u64, d1: u64, n2: u64, d2: u64) -> (u128, u128) {
+    // Products of two values below 2^64 are below 2^128: exact.
+    (
+        u128::from(n1).wrapping_mul(u128::from(d2)),
+        u128::from(n2).wrapping_mul(u128::from(d1)),
+    )
+}
+
+/// As above, on 32-bit targets (no 128-bit arithmetic, no compiler helper).
+#[cfg(not(target_pointer_width = "64"))]
+#[inline(always)]
+fn cross(n1: u64, d1: u64, n2: u64, d2: u64) -> ((u64, u64), (u64, u64)) {
+    (mul_wide(n1, d2), mul_wide(n2, d1))
+}
+
 /// Compares `n1 / d1` with `n2 / d2` exactly by cross-multiplication
 /// (`n1 * d2` against `n2 * d1`, 128-bit). Denominators must be positive for
 /// the result to be the ratio order.
 #[must_use]
 #[inline(always)]
 pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
-    if (n1 | d1 | n2 | d2) >> 32 == 0 {
-        // The common case: products of values below 2^32 fit in 64 bits.
-        return n1.wrapping_mul(d2).cmp(&n2.wrapping_mul(d1));
-    }
-    mul_wide(n1, d2).cmp(&mul_wide(n2, d1))
+    let (a, b) = cross(n1, d1, n2, d2);
+    a.cmp(&b)
 }
 
 /// A candidate: `load / weight` is its ratio, `dest` the destination it stands for.
@@ -147,36 +174,42 @@ pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
 struct Pick {
     /// Numerator: host load `L(h)` or destination overhead.
     load: u64,
-    /// Denominator (positive): host weight `W(h)` or destination weight.
+    /// Denominator: host weight `W(h)` or destination weight; positive for
+    /// a real candidate.
     weight: u64,
     /// Destination chosen if this candidate wins.
     dest: usize,
+}
+
+impl Pick {
+    /// No candidate yet: an infinite ratio (weight 0), so that any real
+    /// candidate (positive weight) compares strictly less.
+    const NONE: Pick = Pick {
+        load: 1,
+        weight: 0,
+        dest: usize::MAX,
+    };
 }
 
 /// Keeps in `best` the candidate with the least ratio. Among equal ratios it
 /// keeps each of the `ties` candidates seen so far with probability `1/ties`
 /// (reservoir sampling); `rng` is called only when a tie is met.
 #[inline(always)]
-fn offer<R: FnMut() -> u32>(best: &mut Option<Pick>, ties: &mut u32, cand: Pick, rng: &mut R) {
-    let order = match best {
-        None => Ordering::Less,
-        Some(b) => cmp_ratio(cand.load, cand.weight, b.load, b.weight),
-    };
-    match order {
-        Ordering::Less => {
-            *best = Some(cand);
-            *ties = 1;
+fn offer<R: FnMut() -> u32>(best: &mut Pick, ties: &mut u32, cand: Pick, rng: &mut R) {
+    // cand < best iff cand.load * best.weight < best.load * cand.weight;
+    // against NONE that is 0 < cand.weight: always.
+    let (c, b) = cross(cand.load, cand.weight, best.load, best.weight);
+    if c < b {
+        *best = cand;
+        *ties = 1;
+    } else if c == b {
+        *ties = ties.saturating_add(1);
+        // floor(r * k / 2^32) is uniform on [0, k) up to 2^-32 bias;
+        // r < 2^32 and k < 2^32, so the product does not overflow.
+        let pick = u64::from(rng()).wrapping_mul(u64::from(*ties)) >> 32;
+        if pick == 0 {
+            *best = cand;
         }
-        Ordering::Equal => {
-            *ties = ties.saturating_add(1);
-            // floor(r * k / 2^32) is uniform on [0, k) up to 2^-32 bias;
-            // r < 2^32 and k < 2^32, so the product does not overflow.
-            let pick = u64::from(rng()).wrapping_mul(u64::from(*ties)) >> 32;
-            if pick == 0 {
-                *best = Some(cand);
-            }
-        }
-        Ordering::Greater => {}
     }
 }
 
@@ -195,14 +228,29 @@ pub fn host_load<C: Cluster>(c: &C, host: &HostGroup) -> u64 {
 /// schedulers do, with `ip_vs_scheduler_err`). `rng` is called only to break
 /// ties between equal ratios.
 #[must_use]
+#[inline(always)]
 pub fn select<C: Cluster, R: FnMut() -> u32>(
     c: &C,
     service: usize,
     scope: Scope,
     rng: &mut R,
 ) -> Option<usize> {
+    // One copy of the scan per scope, so that the scope test is not in the loop.
+    match scope {
+        Scope::Service => scan::<false, C, R>(c, service, rng),
+        Scope::Aggregate => scan::<true, C, R>(c, service, rng),
+    }
+}
+
+/// [`select`] for one scope: `AGGREGATE` is `scope == Scope::Aggregate`.
+#[must_use]
+fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
+    c: &C,
+    service: usize,
+    rng: &mut R,
+) -> Option<usize> {
     let count = c.dest_count();
-    let mut best: Option<Pick> = None;
+    let mut best = Pick::NONE;
     let mut host_ties = 0u32;
 
     for g in c.hosts() {
@@ -233,17 +281,19 @@ pub fn select<C: Cluster, R: FnMut() -> u32>(
             continue;
         }
         let mut load = 0u64;
-        let mut host_best: Option<Pick> = None;
+        let mut host_best = Pick::NONE;
         let mut dest_ties = 0u32;
         for d in start..end {
-            let own = c.dest_service(d) == service;
-            if !own && scope == Scope::Service {
+            if c.dest_service(d) != service {
+                if AGGREGATE {
+                    load = load.saturating_add(c.dest_overhead(d));
+                }
                 continue;
             }
             let live = c.live(d);
             let over = overhead(&live);
             load = load.saturating_add(over);
-            if own && live.weight > 0 && !live.overloaded {
+            if live.weight > 0 && !live.overloaded {
                 let cand = Pick {
                     load: over,
                     weight: u64::from(live.weight.unsigned_abs()),
@@ -252,14 +302,14 @@ pub fn select<C: Cluster, R: FnMut() -> u32>(
                 offer(&mut host_best, &mut dest_ties, cand, rng);
             }
         }
-        if let Some(hb) = host_best {
+        if host_best.weight != 0 {
             let cand = Pick {
                 load,
                 weight: u64::from(g.weight),
-                dest: hb.dest,
+                dest: host_best.dest,
             };
             offer(&mut best, &mut host_ties, cand, rng);
         }
     }
-    best.map(|b| b.dest)
+    (best.weight != 0).then_some(best.dest)
 }

@@ -16,7 +16,7 @@
 //!   snapshot that still names it is freed only after an RCU grace period.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
 use kernel::alloc::AllocError;
 use kernel::prelude::*;
@@ -101,11 +101,28 @@ struct Svc {
     dests: KVec<Dest>,
 }
 
+/// A destination in a snapshot: 16 bytes, so a scan touches few cache lines.
 #[derive(Clone, Copy)]
 struct SnapDest {
     dest: *mut IpVsDest,
     svc: usize,
-    fields: ffi::DestFields,
+}
+
+impl SnapDest {
+    /// A field of the destination, at an offset from [`ffi::layout`].
+    ///
+    /// # Safety
+    ///
+    /// `self.dest` is live (see [`Snapshot::live`]) and `off` is the offset
+    /// of a 4-byte field of `struct ip_vs_dest` accessed atomically or with
+    /// READ_ONCE by the kernel.
+    #[inline(always)]
+    unsafe fn field(&self, off: usize) -> &AtomicI32 {
+        // SAFETY: per the contract the address is that of a live, aligned
+        // 4-byte field, which `AtomicI32` may view (atomic_t is an int;
+        // relaxed loads are what atomic_read()/READ_ONCE() do).
+        unsafe { &*self.dest.cast::<u8>().add(off).cast::<AtomicI32>() }
+    }
 }
 
 /// An immutable view for `schedule()`: every tracked destination grouped by
@@ -146,21 +163,70 @@ impl Cluster for Snapshot {
                 overloaded: true,
             };
         };
-        let f = &d.fields;
+        use ffi::layout::*;
         // SAFETY: snapshots are read under rcu_read_lock() (schedule) and
         // name only destinations that IPVS frees after a grace period that
         // starts after this snapshot was unpublished (type invariants); the
-        // field addresses point into such a destination. Relaxed loads are
-        // what atomic_read()/READ_ONCE() do.
+        // offsets are those of 4-byte atomic_t/unsigned int fields.
         unsafe {
             Live {
-                weight: (*f.weight).load(Ordering::Relaxed),
-                activeconns: (*f.activeconns).load(Ordering::Relaxed),
+                weight: d.field(DEST_WEIGHT).load(Ordering::Relaxed),
+                activeconns: d.field(DEST_ACTIVECONNS).load(Ordering::Relaxed),
                 // The core's overhead is active*256 + this term: IPVS's own measure.
-                inactconns: (*f.overhead_term).load(Ordering::Relaxed),
-                overloaded: core::ptr::read_volatile(f.flags) & ffi::IP_VS_DEST_F_OVERLOAD != 0,
+                inactconns: d.field(DEST_OVERHEAD_TERM).load(Ordering::Relaxed),
+                overloaded: d.field(DEST_FLAGS).load(Ordering::Relaxed) as u32
+                    & ffi::IP_VS_DEST_F_OVERLOAD
+                    != 0,
             }
         }
+    }
+
+    #[inline(always)]
+    fn dest_overhead(&self, dest: usize) -> u64 {
+        let Some(d) = self.dests.get(dest) else {
+            return 0;
+        };
+        use ffi::layout::*;
+        // SAFETY: as in `live`.
+        let (active, term) = unsafe {
+            (
+                d.field(DEST_ACTIVECONNS).load(Ordering::Relaxed),
+                d.field(DEST_OVERHEAD_TERM).load(Ordering::Relaxed),
+            )
+        };
+        crate::select::overhead(&Live {
+            weight: 0,
+            activeconns: active,
+            inactconns: term,
+            overloaded: false,
+        })
+    }
+}
+
+/// Random numbers for breaking ties within one decision: the first comes
+/// from the kernel's per-CPU generator, the rest from a 64-bit LCG seeded with
+/// it (high halves; Knuth's MMIX constants). A decision with many ties (an
+/// idle cluster: every destination ties) then costs one call, not one per tie.
+struct TieRandom(u64);
+
+impl TieRandom {
+    #[inline(always)]
+    fn new() -> Self {
+        Self(0)
+    }
+
+    #[inline(always)]
+    fn next(&mut self) -> u32 {
+        if self.0 == 0 {
+            // 0 means unseeded; a later step that reaches 0 merely reseeds.
+            self.0 = (u64::from(ffi::random_u32()) << 32) | 1;
+            return (self.0 >> 32) as u32;
+        }
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 32) as u32
     }
 }
 
@@ -399,8 +465,6 @@ impl Inner {
                 let sd = SnapDest {
                     dest: d.dest,
                     svc: svc.svc as usize,
-                    // SAFETY: tracked destinations are live under the mutex.
-                    fields: unsafe { ffi::dest_fields(d.dest) },
                 };
                 keyed.push((key, sd), GFP_KERNEL)?;
             }
@@ -510,7 +574,8 @@ impl NetState {
         // SAFETY: a published snapshot stays allocated until a grace period
         // after it is unpublished, and we are inside an RCU read-side section.
         let chosen = unsafe { p.as_ref() }.and_then(|snap| {
-            crate::select::select(snap, svc as usize, scope, &mut ffi::random_u32)
+            let mut ties = TieRandom::new();
+            crate::select::select(snap, svc as usize, scope, &mut || ties.next())
                 .and_then(|i| snap.dests.get(i))
                 .map(|d| d.dest)
         });

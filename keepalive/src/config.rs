@@ -90,6 +90,7 @@ ranged_int!(Vrid, u8, 1, 255, "vrid");
 ranged_int!(Priority, u8, 1, 255, "priority");
 ranged_int!(SyncId, u8, 0, 255, "syncid");
 ranged_int!(Count, u32, 1, 100, "count");
+ranged_int!(RtPriority, u8, 1, 99, "real-time priority");
 ranged_int!(Millis, u64, 0, 86_400_000, "milliseconds");
 
 /// Advertisement interval in ms: a multiple of 10 from 10 to 40950 (VRRPv3
@@ -252,6 +253,17 @@ pub struct Global {
     /// After becoming master, repeat the announcement once more after this delay (0 = off).
     #[serde(default = "default_garp_refresh")]
     pub garp_master_delay_ms: Millis,
+    /// Run the VRRP event loop with this SCHED_FIFO priority (1-99, like
+    /// keepalived's `vrrp_rt_priority`); none = normal scheduling. With
+    /// advert intervals of a few ms on a busy machine, an ordinary process
+    /// can be kept off the CPU past the master-down interval and a backup
+    /// then takes over although the master is alive. Applied at start.
+    #[serde(default)]
+    pub realtime_priority: Option<RtPriority>,
+    /// Lock the daemon's memory (mlockall) so that paging never delays an
+    /// advert. Applied at start.
+    #[serde(default)]
+    pub lock_memory: bool,
 }
 
 fn default_checksum() -> ChecksumForm {
@@ -281,6 +293,8 @@ impl Default for Global {
             garp_repeat: default_garp_repeat(),
             garp_interval_ms: default_garp_interval(),
             garp_master_delay_ms: default_garp_refresh(),
+            realtime_priority: None,
+            lock_memory: false,
         }
     }
 }

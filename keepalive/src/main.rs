@@ -54,8 +54,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Colours only for a terminal, not in files or the journal.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match args.log_format {
         LogFormat::Json => builder.json().init(),
@@ -82,6 +84,24 @@ fn main() -> ExitCode {
             }
         );
         return ExitCode::SUCCESS;
+    }
+
+    // Before the runtime and the IPVS worker exist, so that both the event
+    // loop (this thread) and the worker start from the chosen setting.
+    if cfg.global.lock_memory {
+        if let Err(e) = keepalive::realtime::lock_memory() {
+            tracing::warn!(error = %e, "lock_memory: mlockall failed; continuing without");
+        }
+    }
+    if let Some(p) = cfg.global.realtime_priority {
+        match keepalive::realtime::make_realtime(p.0) {
+            Ok(()) => tracing::info!(priority = p.0, "VRRP event loop runs SCHED_FIFO"),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "realtime_priority: cannot switch to SCHED_FIFO (needs CAP_SYS_NICE and real-time \
+                 CPU time in this cgroup); continuing with normal scheduling"
+            ),
+        }
     }
 
     let rt = match tokio::runtime::Builder::new_current_thread()

@@ -64,12 +64,14 @@ ka_partition() { ip -n "$KA_BR" link set "${KA_TAG}v$1" down; }
 ka_heal() { ip -n "$KA_BR" link set "${KA_TAG}v$1" up; }
 
 # ka_conf NODE PRIO [extra instance yaml lines...] > file: one IPv4 instance.
+# KA_GLOBAL: an extra line for the global section (e.g. "realtime_priority: 50").
 ka_conf() {
     local i=$1 prio=$2 interval=${KA_INTERVAL:-100}; shift 2
     cat <<YAML
 global:
   metrics_listen: 127.0.0.1:9650
-vrrp:
+${KA_GLOBAL:+  $KA_GLOBAL
+}vrrp:
   - name: VI_1
     interface: eth0
     vrid: 51

@@ -22,3 +22,8 @@ set -e
 assert_eq 98 "$rc" "vm.sh with a boot that never reaches init"
 [ "$(echo "$out" | grep -c 'hung in early boot')" = 1 ] || fail "expected one retry notice: $out"
 echo "$out" | grep -q 'did not finish' || fail "expected the unfinished-command report: $out"
+# A command that runs longer than the boot watchdog is not taken for a hung boot.
+set +e
+VM_BOOT_TIMEOUT=40 "$VM" -- sh -c 'sleep 45; exit 3'; rc=$?
+set -e
+assert_eq 3 "$rc" "vm.sh with a command outlasting VM_BOOT_TIMEOUT"
