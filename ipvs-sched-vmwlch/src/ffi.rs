@@ -4,8 +4,8 @@
 //! `glue.c` (see `glue.h`, which is the contract) and thin safe wrappers.
 //!
 //! IPVS objects (`struct ip_vs_service`, `struct ip_vs_dest`) are opaque here;
-//! Rust only keeps their addresses and reads them through the C accessors.
-
+//! Rust only keeps their addresses and reads them through the C accessors
+//! (or, in the scheduling loop, at the offsets generated from src/layout.c).
 
 use kernel::ffi::{c_char, c_int, c_void};
 

@@ -86,7 +86,10 @@ mod tests {
         }
         let me = current();
         let thread = std::thread::spawn(current).join().unwrap();
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let child_policy = policy_of(child.id());
         let _ = child.kill();
         let _ = child.wait();
