@@ -27,7 +27,6 @@ cumulative busy time (>= 1 request in service) and job-seconds (integral of
 n) per host. Stops on SIGTERM or when stdin closes.
 """
 import asyncio
-import ctypes
 import json
 import os
 import random
@@ -36,30 +35,18 @@ import socket
 import sys
 import time
 
-CLONE_NEWNET = 0x40000000
-libc = ctypes.CDLL(None, use_errno=True)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "py"))
+from netns import netns  # noqa: E402
 
 def listen_in(ns, addr, port):
     """A listening TCP socket bound to ADDR:PORT in network namespace NS."""
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {ns}")
-        try:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((addr, port))
-            s.listen(1024)
-            s.setblocking(False)
-            return s
-        finally:
-            if libc.setns(own, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns back")
-    finally:
-        os.close(fd)
-        os.close(own)
+    with netns(ns):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((addr, port))
+        s.listen(1024)
+        s.setblocking(False)
+        return s
 
 
 class Host:

@@ -21,9 +21,13 @@
 //! * equal ratios are resolved by reservoir sampling, so tied hosts (and tied
 //!   destinations) share new connections evenly.
 //!
-//! The scan is a single pass over the host groups; each destination's live
-//! counters are read at most once per decision, so the decision is made on
-//! one consistent set of values even while the kernel updates the counters.
+//! The scan is one pass over the host groups that computes each host's load
+//! and whether it has an eligible destination, then one pass over the chosen
+//! host's destinations of the service to choose among them. Each
+//! destination's live counters are read once per decision, except that the
+//! chosen host's destinations of the requested service are read a second
+//! time by the second pass (the kernel updates counters concurrently in any
+//! case; every value the decision uses was current when it was read).
 
 use core::cmp::Ordering;
 
@@ -92,7 +96,7 @@ pub trait Cluster {
     /// passes the service pointer as `usize`).
     fn dest_service(&self, dest: usize) -> usize;
     /// Live counters of the destination; called at most once per destination
-    /// (per group listing it) and decision.
+    /// (per group listing it) and pass.
     fn live(&self, dest: usize) -> Live;
     /// The destination's overhead, for destinations that only add to their
     /// host's load (another service's, under [`Scope::Aggregate`]). Counts
@@ -177,8 +181,12 @@ struct Pick {
     /// Denominator: host weight `W(h)` or destination weight; positive for
     /// a real candidate.
     weight: u64,
-    /// Destination chosen if this candidate wins.
+    /// Destination chosen if this candidate wins (for a host group: its
+    /// first eligible destination, the fallback of the second pass).
     dest: usize,
+    /// For a host group, the destination range the second pass scans;
+    /// empty for a single destination.
+    group: (usize, usize),
 }
 
 impl Pick {
@@ -188,6 +196,7 @@ impl Pick {
         load: 1,
         weight: 0,
         dest: usize::MAX,
+        group: (0, 0),
     };
 }
 
@@ -253,6 +262,8 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
     let mut best = Pick::NONE;
     let mut host_ties = 0u32;
 
+    // First pass: the host with the least L(h)/W(h) among those with an
+    // eligible destination of the service.
     for g in c.hosts() {
         let (start, end) = group_range(g, count);
         if g.implicit {
@@ -271,6 +282,7 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
                     load: overhead(&live),
                     weight: u64::from(live.weight.unsigned_abs()),
                     dest: d,
+                    group: (0, 0),
                 };
                 offer(&mut best, &mut host_ties, cand, rng);
             }
@@ -281,8 +293,7 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
             continue;
         }
         let mut load = 0u64;
-        let mut host_best = Pick::NONE;
-        let mut dest_ties = 0u32;
+        let mut first_eligible = None;
         for d in start..end {
             if c.dest_service(d) != service {
                 if AGGREGATE {
@@ -291,25 +302,44 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
                 continue;
             }
             let live = c.live(d);
-            let over = overhead(&live);
-            load = load.saturating_add(over);
-            if live.weight > 0 && !live.overloaded {
-                let cand = Pick {
-                    load: over,
-                    weight: u64::from(live.weight.unsigned_abs()),
-                    dest: d,
-                };
-                offer(&mut host_best, &mut dest_ties, cand, rng);
+            load = load.saturating_add(overhead(&live));
+            if first_eligible.is_none() && live.weight > 0 && !live.overloaded {
+                first_eligible = Some(d);
             }
         }
-        if host_best.weight != 0 {
+        if let Some(d) = first_eligible {
             let cand = Pick {
                 load,
                 weight: u64::from(g.weight),
-                dest: host_best.dest,
+                dest: d,
+                group: (start, end),
             };
             offer(&mut best, &mut host_ties, cand, rng);
         }
     }
-    (best.weight != 0).then_some(best.dest)
+    if best.weight == 0 {
+        return None;
+    }
+
+    // Second pass: the chosen host's eligible destination of the service
+    // with the least overhead/weight. Should the counters have changed so
+    // that none is eligible any more, the first pass's find stands.
+    let mut vm = Pick::NONE;
+    let mut vm_ties = 0u32;
+    for d in best.group.0..best.group.1 {
+        if c.dest_service(d) != service {
+            continue;
+        }
+        let live = c.live(d);
+        if live.weight > 0 && !live.overloaded {
+            let cand = Pick {
+                load: overhead(&live),
+                weight: u64::from(live.weight.unsigned_abs()),
+                dest: d,
+                group: (0, 0),
+            };
+            offer(&mut vm, &mut vm_ties, cand, rng);
+        }
+    }
+    Some(if vm.weight != 0 { vm.dest } else { best.dest })
 }

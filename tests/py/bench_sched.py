@@ -8,6 +8,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from ipvslab import Lab  # noqa: E402
+from netns import netns  # noqa: E402
 from vmwlch_nl import Vmwlch  # noqa: E402
 
 BENCH = "/sys/kernel/debug/vmwlch_bench"
@@ -16,19 +17,10 @@ BENCH = "/sys/kernel/debug/vmwlch_bench"
 def bench(lab, iters):
     # The timer runs in the writer's network namespace: enter the director's
     # (only the network namespace, so debugfs stays mounted).
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    own = os.open("/proc/self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{lab.lb}", os.O_RDONLY)
-    try:
-        assert libc.setns(target, 0x40000000) == 0, "setns"
+    with netns(lab.lb):
         with open(BENCH, "w") as f:
             f.write(str(iters))
         out = open(BENCH).read()
-    finally:
-        libc.setns(own, 0x40000000)
-        os.close(own)
-        os.close(target)
     kv = dict(x.split("=") for x in out.split())
     return int(kv["vmwlch_ns"]), int(kv["wlc_ns"])
 

@@ -10,6 +10,8 @@ import re
 import socket
 import struct
 
+from netns import netns
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER = os.path.join(HERE, "..", "..", "ipvs-sched-vmwlch", "include", "uapi", "linux", "vmwlch.h")
 
@@ -93,26 +95,10 @@ class NetlinkError(Exception):
         self.errno, self.msg, self.offset = err, msg, offset
 
 
-def _netns_socket(netns):
-    """A NETLINK_GENERIC socket in network namespace `netns` (None: ours)."""
-    if netns is None:
+def _netns_socket(name):
+    """A NETLINK_GENERIC socket in network namespace `name` (None: ours)."""
+    with netns(name):
         return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 16)  # NETLINK_GENERIC
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    CLONE_NEWNET = 0x40000000
-    own = os.open("/proc/self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{netns}", os.O_RDONLY)
-    try:
-        if libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {netns}")
-        try:
-            return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 16)
-        finally:
-            if libc.setns(own, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns back")
-    finally:
-        os.close(own)
-        os.close(target)
 
 
 class Vmwlch:

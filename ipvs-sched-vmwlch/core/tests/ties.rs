@@ -138,12 +138,23 @@ fn rng_is_called_only_on_ties() {
     }
     assert_eq!(calls.get(), 0);
     s.add_host(1, &[(SVC_A, act(1, 7)), (SVC_A, act(1, 7))]);
-    // One tie among the dests of a losing host: exactly one call.
+    // Tied dests on a losing host: destinations are only compared on the
+    // chosen host, so no call.
     let got = select(&s, SVC_A, Scope::Service, &mut || {
         calls.set(calls.get() + 1);
         0
     });
     assert_eq!(got, Some(best[0]));
+    assert_eq!(calls.get(), 0);
+    // Two tied dests on the chosen host: exactly one call.
+    let mut t = Snapshot::new();
+    let pair = t.add_host(1, &[(SVC_A, act(1, 2)), (SVC_A, act(1, 2))]);
+    t.add_host(1, &[(SVC_A, act(1, 9))]);
+    let got = select(&t, SVC_A, Scope::Aggregate, &mut || {
+        calls.set(calls.get() + 1);
+        0
+    });
+    assert_eq!(got, Some(pair[1]));
     assert_eq!(calls.get(), 1);
 }
 
