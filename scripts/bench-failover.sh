@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Failover benchmark (not a pass/fail test): keepalive vs Debian's keepalived
 # with the same settings (VRRPv3, 100 ms adverts, master priority 200, backup
-# 100), in network namespaces on this host.
+# 100, real-time priority 50), in network namespaces on this host.
 #
 # Measured: master SIGKILLed -> VIP answering the client again (ICMP echo
 # every 2 ms from a client namespace; the backup's gratuitous ARP redirects
@@ -85,8 +85,12 @@ time_failover() {
 median() { tr ' ' '\n' | grep -v NA | sort -n | awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else print a[int((NR + 1) / 2)] }'; }
 
 KA_INTERVAL=100
+# Same settings for both, real-time priority included (as a deployment that
+# cares about failover time would run either).
+KA_GLOBAL="realtime_priority: 50" KD_GLOBAL="vrrp_rt_priority 50"
 ka_conf 1 200 > "$KA_DIR/ka200.yaml"; ka_conf 2 100 > "$KA_DIR/ka100.yaml"
 kd_conf 200 > "$KA_DIR/kd200.conf"; kd_conf 100 > "$KA_DIR/kd100.conf"
+KA_GLOBAL="" KD_GLOBAL=""
 
 declare -A R
 for sig in KILL TERM; do

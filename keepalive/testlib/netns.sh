@@ -169,6 +169,7 @@ ka_time_until_vip() {
 KEEPALIVED="${KEEPALIVED:-/usr/sbin/keepalived}"
 
 # kd_conf PRIO > file: the same IPv4 instance for Debian's keepalived.
+# KD_GLOBAL: an extra line for global_defs (e.g. "vrrp_rt_priority 50").
 kd_conf() {
     local prio=$1 interval=${KA_INTERVAL:-100}
     cat <<CONF
@@ -178,7 +179,8 @@ global_defs {
     vrrp_garp_master_delay 0
     vrrp_garp_master_repeat 3
     enable_script_security
-}
+${KD_GLOBAL:+    $KD_GLOBAL
+}}
 vrrp_instance VI_1 {
     state BACKUP
     interface eth0
