@@ -181,8 +181,8 @@ struct Pick {
     /// Denominator: host weight `W(h)` or destination weight; positive for
     /// a real candidate.
     weight: u64,
-    /// Destination chosen if this candidate wins (for a host group: its
-    /// first eligible destination, the fallback of the second pass).
+    /// Destination chosen if this candidate wins (for a host group: an
+    /// eligible destination, the fallback of the second pass).
     dest: usize,
     /// For a host group, the destination range the second pass scans;
     /// empty for a single destination.
@@ -293,7 +293,9 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
             continue;
         }
         let mut load = 0u64;
-        let mut first_eligible = None;
+        // An eligible destination of the service on this host (the last
+        // one seen: a plain conditional move per destination), or none.
+        let mut eligible = usize::MAX;
         for d in start..end {
             if c.dest_service(d) != service {
                 if AGGREGATE {
@@ -303,15 +305,15 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
             }
             let live = c.live(d);
             load = load.saturating_add(overhead(&live));
-            if first_eligible.is_none() && live.weight > 0 && !live.overloaded {
-                first_eligible = Some(d);
+            if live.weight > 0 && !live.overloaded {
+                eligible = d;
             }
         }
-        if let Some(d) = first_eligible {
+        if eligible != usize::MAX {
             let cand = Pick {
                 load,
                 weight: u64::from(g.weight),
-                dest: d,
+                dest: eligible,
                 group: (start, end),
             };
             offer(&mut best, &mut host_ties, cand, rng);
