@@ -41,6 +41,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "py"))
+from netns import netns  # noqa: E402
 BIN = os.path.join(REPO, "target", "release")
 KEEPALIVE = os.path.join(BIN, "keepalive")
 
@@ -212,14 +214,14 @@ while time.time() < end:
 class PacketTiming:
     """tcpdump and the SYN prober in the client namespace (see SYN_PROBER)."""
 
-    def __init__(self, mac):
-        self.mac, self.lines, self.procs, self.reader = mac, [], [], None
+    def __init__(self, mac, old_mac):
+        self.mac, self.old_mac, self.lines, self.procs, self.reader = mac, old_mac, [], [], None
 
     async def start(self):
         cap = await asyncio.create_subprocess_exec(
             "ip", "netns", "exec", NS_CL, "tcpdump", "-i", "eth0", "-n", "-e", "-tt", "-l", "-U",
             f"(src host {VIP} and tcp src port {WEB_PORT} and tcp[tcpflags] & tcp-syn != 0) or "
-            f"(arp and ether src {self.mac})",
+            f"(arp and ether src {self.mac}) or (ether src {self.old_mac} and ip proto 112)",
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.procs.append(cap)
 
@@ -258,9 +260,21 @@ class PacketTiming:
         self.procs = []
 
     async def first_after(self, t0):
-        """Stops the capture; (first SYN-ACK, first ARP) from the MAC at or after T0."""
+        """Stops the capture; (first SYN-ACK, first ARP) from the MAC at or after
+        T0, and the old master's last VRRP advertisement before that SYN-ACK."""
         await self.stop()
-        return first_from(self.lines, self.mac, t0)
+        synack, garp = first_from(self.lines, self.mac, t0)
+        last = None
+        for line in self.lines:
+            p = line.split()
+            if len(p) > 1 and p[1].lower() == self.old_mac.lower() and "VRRP" in line:
+                try:
+                    t = float(p[0])
+                except ValueError:
+                    continue
+                if synack is None or t < synack:
+                    last = t
+        return synack, garp, last
 
 
 def ka_masters_since(path, t0):
@@ -759,8 +773,8 @@ class Lab:
         # separate process in the client namespace sends a SYN to the VIP
         # every 20 ms, and tcpdump timestamps (in the kernel) the SYN-ACKs
         # and gratuitous ARPs that arrive from fe2's MAC address.
-        mac2 = run(["ip", "-n", FE[2], "-br", "link", "show", "eth0"]).split()[2]
-        timing = PacketTiming(mac2)
+        mac1, mac2 = (run(["ip", "-n", FE[i], "-br", "link", "show", "eth0"]).split()[2] for i in (1, 2))
+        timing = PacketTiming(mac2, mac1)
         try:
             await timing.start()
             return await self.measure_failover(res, timing)
@@ -812,10 +826,16 @@ class Lab:
         snap_w = {sid for sid, x in self.sessions.items() if x["open"]}
         vw = asyncio.create_task(vip_watch())
         t0 = time.time()
+        os.kill(self.ka[1].pid, signal.SIGKILL)
+        # A dead machine answers no ARP at once; taking its links down is one
+        # `ip` command that can take seconds in a busy emulated VM, and until
+        # it is through fe1's kernel would still answer for the VIP and the
+        # gateway address it kept. Mute that first (a sysctl write, instant).
+        with netns(FE[1]):
+            write("/proc/sys/net/ipv4/conf/all/arp_ignore", 8)
         cut.stdin.write(b"link set pf1 down\nlink set qf1 down\n")
         cut.stdin.close()
         self.master = 2  # the sampler reads fe2's counters from now on
-        os.kill(self.ka[1].pid, signal.SIGKILL)
         try:
             await asyncio.wait_for(cut.wait(), 15)
         except asyncio.TimeoutError:
@@ -849,12 +869,17 @@ class Lab:
         await asyncio.gather(*ptasks, return_exceptions=True)
         vw.cancel()
         await asyncio.gather(vw, return_exceptions=True)
-        synack, garp = await timing.first_after(t0)
+        synack, garp, last_advert = await timing.first_after(t0)
         masters = ka_masters_since(os.path.join(self.tmp, "fe2.log"), t0)
         after = [p for p in probes if first is not None and p[0] >= first + 1]
         res.update(done=first is not None, http_via_backup_ms=1000 * (first - t0) if first else None,
                    failover_ms=1000 * (synack - t0) if synack else None,
                    garp_ms=1000 * (garp - t0) if garp else None,
+                   # fe1's last sign of life on the wire: the cut of its links
+                   # is one slow `ip` command under load, so the kill command
+                   # and fe1's real disappearance can be a second apart
+                   last_advert_ms=1000 * (last_advert - t0) if last_advert else None,
+                   failover_from_last_advert_ms=1000 * (synack - last_advert) if synack and last_advert else None,
                    fe2_master_ms={k: round(1000 * (v - t0)) for k, v in masters.items()},
                    cut_ms=1000 * (t1 - t0), vip_on_backup_ms=1000 * (vip_at[0] - t0) if vip_at else None,
                    sensors_kept=len(kept), sensors_lost=len(lost), sensors_at_kill=len(snap_s),
@@ -932,7 +957,10 @@ class Lab:
                 L.append("  fe2 became master: " + ", ".join(
                     f"{k} {v} ms" for k, v in sorted(fo.get("fe2_master_ms", {}).items())) +
                     " (keepalive's log)")
-                L.append(f"  fe2's first gratuitous ARP at the client {ms('garp_ms')}")
+                L.append(f"  fe2's first gratuitous ARP at the client {ms('garp_ms')}; fe1's last advertisement on"
+                         f" the wire {ms('last_advert_ms')} (cutting its links took {fo['cut_ms']:.0f} ms);"
+                         f" from that last advertisement to the first SYN-ACK from fe2:"
+                         f" {ms('failover_from_last_advert_ms')}")
             else:
                 L.append("Failover: the VIP did not answer on fe2 within 15 s")
             L.append(f"  established sensor connections kept: {fo['sensors_kept']}/{fo['sensors_at_kill']}"
