@@ -27,11 +27,12 @@ could not be built or measured (errors on stderr), 2 bad arguments.
 """
 import argparse
 import asyncio
-import ctypes
+import datetime
 import json
 import math
 import os
 import random
+import re
 import resource
 import signal
 import subprocess
@@ -42,7 +43,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "py"))
-from netns import netns  # noqa: E402
+from netns import enter, netns  # noqa: E402
 BIN = os.path.join(REPO, "target", "release")
 KEEPALIVE = os.path.join(BIN, "keepalive")
 
@@ -94,19 +95,6 @@ HOST_OF = {v["addr"]: v["host"] for v in VMS}
 WEIGHT = {h: w for h, _, w in HOSTS}
 CAP = {h: c for h, c, _ in HOSTS}
 HNAMES = [h for h, _, _ in HOSTS]
-
-CLONE_NEWNET = 0x40000000
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def enter(ns):
-    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {ns}")
-    finally:
-        os.close(fd)
-
 
 def run(cmd, timeout=60, input=None):
     try:
@@ -279,8 +267,6 @@ class PacketTiming:
 
 def ka_masters_since(path, t0):
     """{instance: time} of keepalive's first transitions to MASTER at or after T0 in its log."""
-    import datetime
-    import re
     res = {}
     try:
         text = open(path, errors="replace").read()

@@ -200,6 +200,18 @@ impl Pick {
     };
 }
 
+/// Destination `d` as a candidate of ratio overhead/weight, if it is eligible
+/// (positive weight, not overloaded).
+#[inline(always)]
+fn vm_pick(live: &Live, d: usize) -> Option<Pick> {
+    (live.weight > 0 && !live.overloaded).then(|| Pick {
+        load: overhead(live),
+        weight: u64::from(live.weight.unsigned_abs()),
+        dest: d,
+        group: (0, 0),
+    })
+}
+
 /// Keeps in `best` the candidate with the least ratio. Among equal ratios it
 /// keeps each of the `ties` candidates seen so far with probability `1/ties`
 /// (reservoir sampling); `rng` is called only when a tie is met.
@@ -274,17 +286,9 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
                 if c.dest_service(d) != service {
                     continue;
                 }
-                let live = c.live(d);
-                if live.weight <= 0 || live.overloaded {
-                    continue;
+                if let Some(cand) = vm_pick(&c.live(d), d) {
+                    offer(&mut best, &mut host_ties, cand, rng);
                 }
-                let cand = Pick {
-                    load: overhead(&live),
-                    weight: u64::from(live.weight.unsigned_abs()),
-                    dest: d,
-                    group: (0, 0),
-                };
-                offer(&mut best, &mut host_ties, cand, rng);
             }
             continue;
         }
@@ -332,14 +336,7 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
         if c.dest_service(d) != service {
             continue;
         }
-        let live = c.live(d);
-        if live.weight > 0 && !live.overloaded {
-            let cand = Pick {
-                load: overhead(&live),
-                weight: u64::from(live.weight.unsigned_abs()),
-                dest: d,
-                group: (0, 0),
-            };
+        if let Some(cand) = vm_pick(&c.live(d), d) {
             offer(&mut vm, &mut vm_ties, cand, rng);
         }
     }

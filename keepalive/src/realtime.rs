@@ -56,19 +56,19 @@ pub fn lock_memory() -> io::Result<()> {
     Ok(())
 }
 
-/// The calling thread's scheduling policy (without SCHED_RESET_ON_FORK) and priority.
-pub fn current() -> (libc::c_int, libc::c_int) {
-    let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 is the calling thread; `param` is written during the call.
-    let policy = unsafe { libc::sched_getscheduler(0) };
-    // SAFETY: as above.
-    unsafe { libc::sched_getparam(0, &mut param) };
-    (policy & !libc::SCHED_RESET_ON_FORK, param.sched_priority)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's scheduling policy (without SCHED_RESET_ON_FORK) and priority.
+    fn current() -> (libc::c_int, libc::c_int) {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: pid 0 is the calling thread; `param` is written during the call.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        // SAFETY: as above.
+        unsafe { libc::sched_getparam(0, &mut param) };
+        (policy & !libc::SCHED_RESET_ON_FORK, param.sched_priority)
+    }
 
     /// The scheduling policy of a process, from /proc/PID/sched.
     fn policy_of(pid: u32) -> i32 {

@@ -9,6 +9,16 @@ CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def enter(name):
+    """Switch the calling thread to /run/netns/NAME for good."""
+    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {name}")
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def netns(name):
     """Switch the calling thread to /run/netns/NAME for the block (None: stay)."""
@@ -16,10 +26,8 @@ def netns(name):
         yield
         return
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
     try:
-        if _libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {name}")
+        enter(name)
         try:
             yield
         finally:
@@ -27,4 +35,3 @@ def netns(name):
                 raise OSError(ctypes.get_errno(), "setns back")
     finally:
         os.close(own)
-        os.close(target)
