@@ -1593,6 +1593,8 @@ impl Compat<'_> {
                     let h = format::header(&self.info);
                     self.out.out(&h);
                 }
+                self.client
+                    .set_dest_counters(f & (FMT_STATS | FMT_RATE) != 0);
                 let entries = match self.client.services_with_dests() {
                     Ok(e) => e,
                     Err(e) => return Err(self.fail_get(&e)),
@@ -1601,8 +1603,10 @@ impl Compat<'_> {
                 let mut v: Vec<&format::Entry> = entries.iter().collect();
                 format::sort_entries(&mut v, *f);
                 let mut s = format::title(*f);
+                // Roughly a service line and four real server lines each.
+                s.reserve(v.len() * 400);
                 for (svc, d) in v {
-                    s.push_str(&format::service_entry(svc, d, *f, &*res));
+                    format::write_service_entry(&mut s, svc, d, *f, &*res);
                 }
                 self.out.out(&s);
                 Ok(())

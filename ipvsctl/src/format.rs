@@ -11,7 +11,7 @@
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::ipvs::consts::*;
 use crate::ipvs::{
@@ -135,7 +135,18 @@ pub fn addrport_to_anyname(
     let v4 = matches!(addr, IpAddr::V4(_));
     let (l, r) = if v4 { ("", "") } else { ("[", "]") };
     let mut s = if format & FMT_NUMERIC != 0 {
-        format!("{l}{}{r}:{port}", ntop(addr))
+        let mut s = String::with_capacity(48);
+        match addr {
+            IpAddr::V4(a) => push_ipv4(&mut s, a),
+            IpAddr::V6(a) => {
+                s.push('[');
+                s.push_str(&inet6_ntop(a));
+                s.push(']');
+            }
+        }
+        s.push(':');
+        push_int_left(&mut s, port as i64, 0);
+        s
     } else {
         let host = res.host(addr).unwrap_or_else(|| ntop(addr));
         let serv = res.service(port, proto).unwrap_or_else(|| port.to_string());
@@ -329,6 +340,66 @@ pub fn service_name(key: &ServiceKey, format: u32, res: &dyn Resolver) -> String
 /// `print_service_entry`: the service line and its destination lines.
 pub fn service_entry(svc: &Service, dests: &[Dest], format: u32, res: &dyn Resolver) -> String {
     let mut out = String::new();
+    write_service_entry(&mut out, svc, dests, format, res);
+    out
+}
+
+/// Append `s` left-justified in `w` columns, like `{:<w}`.
+fn push_left(out: &mut String, s: &str, w: usize) {
+    out.push_str(s);
+    let n = if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    };
+    for _ in n..w {
+        out.push(' ');
+    }
+}
+
+/// Append an integer left-justified in `w` columns, like `{:<w}`, without
+/// going through `core::fmt` (listings print four per real server).
+fn push_int_left(out: &mut String, v: i64, w: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut m = v.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    let start = out.len();
+    if v < 0 {
+        out.push('-');
+    }
+    // The digits are ASCII.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+    for _ in out.len() - start..w {
+        out.push(' ');
+    }
+}
+
+/// Append a dotted-quad IPv4 address.
+fn push_ipv4(out: &mut String, a: &Ipv4Addr) {
+    for (k, o) in a.octets().into_iter().enumerate() {
+        if k != 0 {
+            out.push('.');
+        }
+        push_int_left(out, o as i64, 0);
+    }
+}
+
+/// `print_service_entry` appending to `out`.
+pub fn write_service_entry(
+    out: &mut String,
+    svc: &Service,
+    dests: &[Dest],
+    format: u32,
+    res: &dyn Resolver,
+) {
     let svc_name = service_name(&svc.key, format, res);
     let fam = svc.key.family();
     let sflags = svc.flags & IP_VS_SVC_F_SCHED_MASK != 0;
@@ -485,16 +556,19 @@ pub fn service_entry(svc: &Service, dests: &[Dest], format: u32, res: &dyn Resol
                 e.inact_conns
             );
         } else {
-            let _ = writeln!(
-                out,
-                "  -> {dname:<28} {:<7} {weight:<6} {:<10} {:<10}",
-                fwd_name(e.fwd),
-                e.active_conns,
-                e.inact_conns
-            );
+            out.push_str("  -> ");
+            push_left(out, &dname, 28);
+            out.push(' ');
+            push_left(out, fwd_name(e.fwd), 7);
+            out.push(' ');
+            push_int_left(out, weight as i64, 6);
+            out.push(' ');
+            push_int_left(out, e.active_conns as i64, 10);
+            out.push(' ');
+            push_int_left(out, e.inact_conns as i64, 10);
+            out.push('\n');
         }
     }
-    out
 }
 
 /// The version header of `list_all`.
@@ -525,7 +599,7 @@ pub fn list_all(info: &Info, entries: &[Entry], format: u32, res: &dyn Resolver)
     sort_entries(&mut v, format);
     out.push_str(&title(format));
     for (s, d) in v {
-        out.push_str(&service_entry(s, d, format, res));
+        write_service_entry(&mut out, s, d, format, res);
     }
     out
 }
@@ -707,6 +781,34 @@ pub fn natural_cmp(a: &ServiceKey, b: &ServiceKey) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_pads_match_core_fmt() {
+        for v in [
+            0i64,
+            7,
+            -1,
+            42,
+            -2147483648,
+            2147483647,
+            4294967295,
+            i64::MIN + 1,
+        ] {
+            for w in [0usize, 1, 6, 10] {
+                let mut out = String::from("x");
+                push_int_left(&mut out, v, w);
+                assert_eq!(out, format!("x{v:<w$}"));
+            }
+        }
+        for a in ["0.0.0.0", "10.1.2.3", "255.255.255.255"] {
+            let mut out = String::new();
+            push_ipv4(&mut out, &a.parse().unwrap());
+            assert_eq!(out, a);
+        }
+        let mut out = String::new();
+        push_left(&mut out, "h\u{e9}", 4);
+        assert_eq!(out, format!("{:<4}", "h\u{e9}"));
+    }
     use crate::ipvs::Stats;
     use crate::names::{Numeric, StaticResolver};
     use std::net::Ipv4Addr;

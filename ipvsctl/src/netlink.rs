@@ -41,6 +41,11 @@ const GENL_HDRLEN: usize = 4;
 /// the socket send buffer; 64 KiB keeps well under the default).
 const MAX_BATCH_BYTES: usize = 64 * 1024;
 
+/// Datagrams taken per `recvmmsg` in dumps, and the room for each (the
+/// kernel's dump messages stay under 32 KiB).
+const RECV_BATCH: usize = 8;
+const RECV_BUF: usize = 64 * 1024;
+
 /// Errors from the netlink layer and the kernel.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -168,32 +173,69 @@ impl Nla for Attr {
     }
 }
 
-/// Parsed attributes of one level: `(type, value)` in wire order.
-#[derive(Debug, Clone, Default)]
+/// Attribute types below this are looked up through an index; higher ones
+/// (rare) by walking the attributes.
+const INDEXED_KINDS: usize = 32;
+
+/// Parsed attributes of one level. Parsing validates the whole run once and
+/// indexes the last attribute of each type (the kernel's `nla_parse` keeps
+/// the last), without allocating: listings parse several of these per real
+/// server.
+#[derive(Debug, Clone)]
 pub struct Attrs<'a> {
-    items: Vec<(u16, &'a [u8])>,
+    buf: &'a [u8],
+    /// Offset + 1 of the last attribute of each low type (0 = absent).
+    last: [u32; INDEXED_KINDS],
+}
+
+impl Default for Attrs<'_> {
+    fn default() -> Self {
+        Attrs {
+            buf: &[],
+            last: [0; INDEXED_KINDS],
+        }
+    }
 }
 
 impl<'a> Attrs<'a> {
     /// Parse a run of attributes.
     pub fn parse(buf: &'a [u8]) -> Result<Attrs<'a>, Error> {
-        let mut items = Vec::new();
+        let mut last = [0u32; INDEXED_KINDS];
+        let mut off = 0usize;
         for nla in NlasIterator::new(buf) {
             let nla: NlaBuffer<&'a [u8]> = nla.map_err(|e| Error::Decode(e.to_string()))?;
+            let kind = nla.kind() as usize;
+            if kind < INDEXED_KINDS {
+                last[kind] = off as u32 + 1;
+            }
+            off += (nla.length() as usize + 3) & !3;
+        }
+        Ok(Attrs { buf, last })
+    }
+    /// `(type, value)` of every attribute, in wire order (already validated).
+    fn iter(&self) -> impl Iterator<Item = (u16, &'a [u8])> + '_ {
+        NlasIterator::new(self.buf).filter_map(|nla| {
+            let nla: NlaBuffer<&'a [u8]> = nla.ok()?;
             let kind = nla.kind();
             let len = nla.value_length();
-            let inner = nla.into_inner();
-            items.push((kind, &inner[4..4 + len]));
-        }
-        Ok(Attrs { items })
+            Some((kind, &nla.into_inner()[4..4 + len]))
+        })
     }
     /// The last attribute of a type (the kernel's `nla_parse` keeps the last).
     pub fn get(&self, kind: u16) -> Option<&'a [u8]> {
-        self.items
-            .iter()
-            .rev()
-            .find(|(k, _)| *k == kind)
-            .map(|(_, v)| *v)
+        if (kind as usize) < INDEXED_KINDS {
+            let at = self.last[kind as usize] as usize;
+            if at == 0 {
+                return None;
+            }
+            let h = &self.buf[at - 1..];
+            let len = u16::from_ne_bytes([h[0], h[1]]) as usize;
+            return Some(&h[4..len]);
+        }
+        self.iter()
+            .filter(|(k, _)| *k == kind)
+            .last()
+            .map(|(_, v)| v)
     }
     /// Does the attribute exist?
     pub fn has(&self, kind: u16) -> bool {
@@ -201,10 +243,7 @@ impl<'a> Attrs<'a> {
     }
     /// All attributes of a type, in order.
     pub fn all(&self, kind: u16) -> impl Iterator<Item = &'a [u8]> + '_ {
-        self.items
-            .iter()
-            .filter(move |(k, _)| *k == kind)
-            .map(|(_, v)| *v)
+        self.iter().filter(move |(k, _)| *k == kind).map(|(_, v)| v)
     }
     /// u8 value.
     pub fn u8(&self, kind: u16) -> Result<Option<u8>, Error> {
@@ -393,13 +432,8 @@ enum Incoming {
         errno: i32,
         msg: Option<String>,
     },
-    /// NLMSG_DONE of a dump (with its error, if any).
-    Done {
-        seq: u32,
-        errno: i32,
-        msg: Option<String>,
-    },
-    /// Anything else (NOOP, OVERRUN).
+    /// Anything else (NOOP, OVERRUN, and NLMSG_DONE: dumps are read by
+    /// `dump_each`).
     Other,
 }
 
@@ -422,24 +456,7 @@ fn split_datagram(buf: &[u8]) -> Result<Vec<Incoming>, Error> {
                 let (errno, msg) = parse_error_payload(payload, flags)?;
                 out.push(Incoming::Ack { seq, errno, msg });
             }
-            NLMSG_DONE => {
-                let errno = if payload.len() >= 4 {
-                    -i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]])
-                } else {
-                    0
-                };
-                let msg = if flags & NLM_F_ACK_TLVS != 0 && payload.len() > 4 {
-                    extack_msg(&payload[4..])
-                } else {
-                    None
-                };
-                out.push(Incoming::Done {
-                    seq,
-                    errno: errno.max(0),
-                    msg,
-                });
-            }
-            1 | 4 => out.push(Incoming::Other),
+            1 | NLMSG_DONE | 4 => out.push(Incoming::Other),
             _ => out.push(Incoming::Data {
                 seq,
                 bytes: buf[off..off + len].to_vec(),
@@ -448,6 +465,22 @@ fn split_datagram(buf: &[u8]) -> Result<Vec<Incoming>, Error> {
         off += (len + 3) & !3;
     }
     Ok(out)
+}
+
+/// Parse an `NLMSG_DONE` payload: errno (positive, 0 = success) and extack
+/// message.
+fn parse_done_payload(p: &[u8], flags: u16) -> (i32, Option<String>) {
+    let errno = if p.len() >= 4 {
+        -i32::from_ne_bytes([p[0], p[1], p[2], p[3]])
+    } else {
+        0
+    };
+    let msg = if flags & NLM_F_ACK_TLVS != 0 && p.len() > 4 {
+        extack_msg(&p[4..])
+    } else {
+        None
+    };
+    (errno.max(0), msg)
 }
 
 /// Parse an `NLMSG_ERROR` payload: errno (positive) and extack message.
@@ -483,6 +516,8 @@ pub struct Netlink {
     sock: Socket,
     seq: u32,
     buf: Vec<u8>,
+    /// `recv_batch`'s slots (allocated on the first dump).
+    rbuf: Vec<u8>,
     families: HashMap<String, u16>,
     window: usize,
 }
@@ -510,6 +545,7 @@ impl Netlink {
             sock,
             seq,
             buf: vec![0u8; 1 << 16],
+            rbuf: Vec::new(),
             families: HashMap::new(),
             window,
         })
@@ -542,10 +578,7 @@ impl Netlink {
                         "netlink message of {n} bytes truncated"
                     )));
                 }
-                Ok(n) => {
-                    let data = self.buf[..n].to_vec();
-                    return split_datagram(&data);
-                }
+                Ok(n) => return split_datagram(&self.buf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Error::Io(e)),
             }
@@ -564,10 +597,7 @@ impl Netlink {
                         "netlink message of {n} bytes truncated"
                     )))
                 }
-                Ok(n) => {
-                    let data = self.buf[..n].to_vec();
-                    return split_datagram(&data).map(Some);
-                }
+                Ok(n) => return split_datagram(&self.buf[..n]).map(Some),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) => return Err(Error::Io(e)),
@@ -678,30 +708,143 @@ impl Netlink {
         family: u16,
         body: GenlBody<F>,
     ) -> Result<Vec<GenlBody<F>>, Error> {
+        let mut replies = Vec::new();
+        self.dump_each(family, body, |cmd, attrs| {
+            replies.push(GenlBody {
+                cmd,
+                attrs: Vec::new(),
+                raw: attrs.to_vec(),
+                _f: PhantomData,
+            });
+            Ok(())
+        })?;
+        Ok(replies)
+    }
+
+    /// Run a dump request and hand each reply's command and attribute bytes
+    /// to `f`, straight from the receive buffer (listings of tens of
+    /// thousands of real servers copy nothing per message). The first error
+    /// of `f` ends the dump (the rest is still drained from the socket).
+    pub fn dump_each<F: FamilyName>(
+        &mut self,
+        family: u16,
+        body: GenlBody<F>,
+        mut f: impl FnMut(u8, &[u8]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let seq = self.next_seq();
         let mut bytes = Vec::new();
         encode_request(&mut bytes, family, body, NLM_F_REQUEST | NLM_F_DUMP, seq);
         self.send(&bytes)?;
-        let mut replies = Vec::new();
+        let mut failed: Option<Error> = None;
+        let mut lens = [0usize; RECV_BATCH];
         loop {
-            for m in self.recv()? {
-                match m {
-                    Incoming::Data { seq: s, bytes, .. } if s == seq => {
-                        replies.push(decode_body::<F>(&bytes)?)
+            let got = self.recv_batch(&mut lens)?;
+            for (i, &n) in lens[..got].iter().enumerate() {
+                let buf = &self.rbuf[i * RECV_BUF..i * RECV_BUF + n];
+                let mut off = 0;
+                while off + NLMSG_HDRLEN <= n {
+                    let h = &buf[off..];
+                    let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
+                    if len < NLMSG_HDRLEN || off + len > n {
+                        return Err(Error::Decode(format!("bad netlink message length {len}")));
                     }
-                    Incoming::Done { seq: s, errno, msg } if s == seq => {
-                        return if errno == 0 {
-                            Ok(replies)
-                        } else {
-                            Err(Error::Kernel { errno, msg })
-                        };
+                    let kind = u16::from_ne_bytes([h[4], h[5]]);
+                    let flags = u16::from_ne_bytes([h[6], h[7]]);
+                    let s = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
+                    let msg = &h[..len];
+                    off += (len + 3) & !3;
+                    if s != seq {
+                        continue;
                     }
-                    Incoming::Ack { seq: s, errno, msg } if s == seq && errno != 0 => {
-                        return Err(Error::Kernel { errno, msg });
+                    match kind {
+                        NLMSG_DONE | NLMSG_ERROR => {
+                            let (errno, msg) = if kind == NLMSG_ERROR {
+                                parse_error_payload(&msg[NLMSG_HDRLEN..], flags)?
+                            } else {
+                                parse_done_payload(&msg[NLMSG_HDRLEN..], flags)
+                            };
+                            if kind == NLMSG_ERROR && errno == 0 {
+                                continue;
+                            }
+                            if let Some(e) = failed {
+                                return Err(e);
+                            }
+                            return if errno == 0 {
+                                Ok(())
+                            } else {
+                                Err(Error::Kernel { errno, msg })
+                            };
+                        }
+                        1 | 4 => {}
+                        _ if failed.is_some() => {}
+                        _ => {
+                            if len < NLMSG_HDRLEN + GENL_HDRLEN {
+                                return Err(Error::Decode("short generic netlink message".into()));
+                            }
+                            let cmd = msg[NLMSG_HDRLEN];
+                            if let Err(e) = f(cmd, &msg[NLMSG_HDRLEN + GENL_HDRLEN..]) {
+                                failed = Some(e);
+                            }
+                        }
                     }
-                    _ => {}
                 }
             }
+        }
+    }
+
+    /// Receive the queued datagrams, up to `RECV_BATCH`, with one
+    /// `recvmmsg` that blocks for the first one only; returns how many, with
+    /// their lengths in `lens` and their bytes in `rbuf` slots. A dump's last
+    /// data and its NLMSG_DONE come in separate datagrams (the kernel writes
+    /// DONE while the data is being read), so this halves a small dump's
+    /// receive calls.
+    fn recv_batch(&mut self, lens: &mut [usize; RECV_BATCH]) -> Result<usize, Error> {
+        use std::os::fd::AsRawFd;
+        if self.rbuf.is_empty() {
+            self.rbuf = vec![0u8; RECV_BATCH * RECV_BUF];
+        }
+        let base = self.rbuf.as_mut_ptr();
+        // SAFETY: an all-zero iovec/mmsghdr is a valid value (null pointers,
+        // zero lengths) that is filled in below.
+        let mut iov: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut hdrs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
+        for (i, (v, h)) in iov.iter_mut().zip(hdrs.iter_mut()).enumerate() {
+            // SAFETY: slot i lies inside rbuf, which holds RECV_BATCH slots.
+            v.iov_base = unsafe { base.add(i * RECV_BUF) }.cast();
+            v.iov_len = RECV_BUF;
+            h.msg_hdr.msg_iov = v;
+            h.msg_hdr.msg_iovlen = 1;
+        }
+        loop {
+            // SAFETY: hdrs holds RECV_BATCH headers, each pointing at its own
+            // live iovec and rbuf slot; nothing else touches them meanwhile.
+            let rc = unsafe {
+                libc::recvmmsg(
+                    self.sock.as_raw_fd(),
+                    hdrs.as_mut_ptr(),
+                    RECV_BATCH as libc::c_uint,
+                    libc::MSG_WAITFORONE,
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(Error::Io(e));
+            }
+            let got = rc as usize;
+            for (len, h) in lens.iter_mut().zip(&hdrs[..got]) {
+                if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                    return Err(Error::Decode(format!(
+                        "netlink message over {RECV_BUF} bytes truncated"
+                    )));
+                }
+                *len = h.msg_len as usize;
+            }
+            return Ok(got);
         }
     }
 

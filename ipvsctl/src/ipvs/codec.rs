@@ -316,6 +316,11 @@ pub fn parse_service(a: &Attrs<'_>) -> Result<Service, Error> {
 /// Decode the DEST nest of a message; `svc_family` is used when the kernel
 /// (< 3.18) sends no `ADDR_FAMILY`.
 pub fn parse_dest(a: &Attrs<'_>, svc_family: Family) -> Result<Dest, Error> {
+    parse_dest_with(a, svc_family, true)
+}
+
+/// [`parse_dest`], leaving the traffic counters zero unless `counters`.
+pub fn parse_dest_with(a: &Attrs<'_>, svc_family: Family, counters: bool) -> Result<Dest, Error> {
     let family = match a.u16(IPVS_DEST_ATTR_ADDR_FAMILY)? {
         Some(af) => Family::from_af(af).unwrap_or(svc_family),
         None => svc_family,
@@ -336,7 +341,11 @@ pub fn parse_dest(a: &Attrs<'_>, svc_family: Family) -> Result<Dest, Error> {
         active_conns: a.u32(IPVS_DEST_ATTR_ACTIVE_CONNS)?.unwrap_or(0),
         inact_conns: a.u32(IPVS_DEST_ATTR_INACT_CONNS)?.unwrap_or(0),
         persist_conns: a.u32(IPVS_DEST_ATTR_PERSIST_CONNS)?.unwrap_or(0),
-        stats: parse_any_stats(a, IPVS_DEST_ATTR_STATS64, IPVS_DEST_ATTR_STATS)?,
+        stats: if counters {
+            parse_any_stats(a, IPVS_DEST_ATTR_STATS64, IPVS_DEST_ATTR_STATS)?
+        } else {
+            Stats::default()
+        },
     })
 }
 
