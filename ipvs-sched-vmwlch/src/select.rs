@@ -98,14 +98,6 @@ pub trait Cluster {
     /// Live counters of the destination; called at most once per destination
     /// (per group listing it) and pass.
     fn live(&self, dest: usize) -> Live;
-    /// The destination's overhead, for destinations that only add to their
-    /// host's load (another service's, under [`Scope::Aggregate`]). Counts
-    /// as the one read of the destination; implementations may read fewer
-    /// fields than [`Cluster::live`] does.
-    #[inline(always)]
-    fn dest_overhead(&self, dest: usize) -> u64 {
-        overhead(&self.live(dest))
-    }
 }
 
 /// The destination index range of a group, clamped to the destination table.
@@ -234,6 +226,18 @@ fn offer<R: FnMut() -> u32>(best: &mut Pick, ties: &mut u32, cand: Pick, rng: &m
     }
 }
 
+/// All ones if `b`, else zero.
+#[inline(always)]
+fn mask(b: bool) -> usize {
+    0usize.wrapping_sub(usize::from(b))
+}
+
+/// As [`mask`], 64 bits wide.
+#[inline(always)]
+fn mask64(b: bool) -> u64 {
+    0u64.wrapping_sub(u64::from(b))
+}
+
 /// Aggregate load of a host group: the saturating sum of the overhead of all
 /// its destinations (every service) within the destination table.
 #[must_use]
@@ -298,20 +302,26 @@ fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
         }
         let mut load = 0u64;
         // An eligible destination of the service on this host (the last
-        // one seen: a plain conditional move per destination), or none.
+        // one seen), or none. The loop body has no branch: every
+        // destination's counters are read and masked, which costs less than
+        // the mispredicted (or, under emulation, block-ending) branches
+        // that picking by service would take.
         let mut eligible = usize::MAX;
+        // Carries out of `load`: the sum saturates once, after the loop (a
+        // saturating add per destination compiles to a branch).
+        let mut carries = 0u64;
         for d in start..end {
-            if c.dest_service(d) != service {
-                if AGGREGATE {
-                    load = load.saturating_add(c.dest_overhead(d));
-                }
-                continue;
-            }
+            let own = c.dest_service(d) == service;
             let live = c.live(d);
-            load = load.saturating_add(overhead(&live));
-            if live.weight > 0 && !live.overloaded {
-                eligible = d;
-            }
+            let keep = if AGGREGATE { u64::MAX } else { mask64(own) };
+            let (sum, carry) = load.overflowing_add(overhead(&live) & keep);
+            load = sum;
+            carries = carries.wrapping_add(u64::from(carry));
+            let ok = mask(own & (live.weight > 0) & !live.overloaded);
+            eligible = (d & ok) | (eligible & !ok);
+        }
+        if carries != 0 {
+            load = u64::MAX;
         }
         if eligible != usize::MAX {
             let cand = Pick {

@@ -180,27 +180,6 @@ impl Cluster for Snapshot {
             }
         }
     }
-
-    #[inline(always)]
-    fn dest_overhead(&self, dest: usize) -> u64 {
-        let Some(d) = self.dests.get(dest) else {
-            return 0;
-        };
-        use ffi::layout::*;
-        // SAFETY: as in `live`.
-        let (active, term) = unsafe {
-            (
-                d.field(DEST_ACTIVECONNS).load(Ordering::Relaxed),
-                d.field(DEST_OVERHEAD_TERM).load(Ordering::Relaxed),
-            )
-        };
-        crate::select::overhead(&Live {
-            weight: 0,
-            activeconns: active,
-            inactconns: term,
-            overloaded: false,
-        })
-    }
 }
 
 /// Random numbers for breaking ties within one decision: the first comes
