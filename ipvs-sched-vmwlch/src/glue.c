@@ -538,10 +538,27 @@ nextstage:
 	return least;
 }
 
+/*
+ * The same wlc loop as IPVS runs it: an out-of-line function with the
+ * schedule() signature, called through a pointer like svc->scheduler->schedule.
+ */
+static noinline struct ip_vs_dest *
+vmwlch_bench_wlc_entry(struct ip_vs_service *svc, const struct sk_buff *skb,
+		       struct ip_vs_iphdr *iph)
+{
+	return vmwlch_bench_wlc(svc);
+}
+
+typedef struct ip_vs_dest *(*vmwlch_bench_fn)(struct ip_vs_service *,
+					       const struct sk_buff *,
+					       struct ip_vs_iphdr *);
+/* Read on every call, so that the calls stay indirect. */
+static vmwlch_bench_fn vmwlch_bench_entry[2];
+
 static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 				  size_t len, loff_t *off)
 {
-	u64 t_h = 0, t_w = 0, t0, iters, i, hits = 0, chunk = 256;
+	u64 t[4] = {}, t0, iters, i, hits = 0, chunk = 256;
 	struct ip_vs_service *svc;
 	unsigned int kind, pass;
 	void *st;
@@ -550,6 +567,8 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 	ret = kstrtou64_from_user(ubuf, len, 10, &iters);
 	if (ret)
 		return ret;
+	if (!iters)
+		return -EINVAL;
 	mutex_lock(&vmwlch_mutex);
 	st = vmwlch_state_locked(current->nsproxy->net_ns);
 	svc = st ? vmwlch_rs_bench_svc(st) : NULL;
@@ -557,13 +576,20 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 		mutex_unlock(&vmwlch_mutex);
 		return -ENOENT;
 	}
+	WRITE_ONCE(vmwlch_bench_entry[0], vmwlch_scheduler.schedule);
+	WRITE_ONCE(vmwlch_bench_entry[1], vmwlch_bench_wlc_entry);
 	/*
-	 * Whole passes, timed as a whole (the guest clock may be coarse): wlc,
-	 * vmwlch, vmwlch, wlc, so that drift affects both alike. Chunks keep
-	 * RCU read sections and BH-off periods short.
+	 * Kinds: 0 = the selection called directly, 1 = the wlc loop inline,
+	 * 2 = vmwlch's schedule() and 3 = wlc's, each called through a pointer
+	 * as IPVS calls a scheduler (so 2 includes the glue: the per-netns
+	 * state lookup and the decision counter). Whole passes, timed as a whole
+	 * (the guest clock may be coarse), in the order w h h w, so that drift
+	 * affects both alike. Chunks keep RCU read sections and BH-off periods
+	 * short.
 	 */
-	for (pass = 0; pass < 4; pass++) {
-		kind = (pass == 1 || pass == 2) ? 0 : 1;
+	for (pass = 0; pass < 8; pass++) {
+		kind = (pass % 4 == 1 || pass % 4 == 2) ? 0 : 1;
+		kind += pass >= 4 ? 2 : 0;
 		t0 = ktime_get_ns();
 		for (i = 0; i < iters; i += chunk) {
 			u64 j, n = min(chunk, iters - i);
@@ -573,24 +599,23 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 			for (j = 0; j < n; j++) {
 				if (kind == 0)
 					hits += !!vmwlch_rs_schedule(st, svc, VMWLCH_KIND_VMWLCH);
-				else
+				else if (kind == 1)
 					hits += !!vmwlch_bench_wlc(svc);
+				else
+					hits += !!READ_ONCE(vmwlch_bench_entry[kind - 2])(svc, NULL, NULL);
 			}
 			rcu_read_unlock();
 			local_bh_enable();
 			cond_resched();
 		}
-		if (kind == 0)
-			t_h += ktime_get_ns() - t0;
-		else
-			t_w += ktime_get_ns() - t0;
+		t[kind] += ktime_get_ns() - t0;
 	}
 	iters *= 2;
 	mutex_unlock(&vmwlch_mutex);
 	snprintf(vmwlch_bench_out, sizeof(vmwlch_bench_out),
-		 "iterations=%llu vmwlch_ns=%llu wlc_ns=%llu hits=%llu\n", iters,
-		 iters ? div64_u64(t_h, iters) : 0,
-		 iters ? div64_u64(t_w, iters) : 0, hits);
+		 "iterations=%llu vmwlch_ns=%llu wlc_ns=%llu vmwlch_call_ns=%llu wlc_call_ns=%llu hits=%llu\n",
+		 iters, div64_u64(t[0], iters), div64_u64(t[1], iters),
+		 div64_u64(t[2], iters), div64_u64(t[3], iters), hits);
 	return len;
 }
 

@@ -22,7 +22,7 @@ def bench(lab, iters):
             f.write(str(iters))
         out = open(BENCH).read()
     kv = dict(x.split("=") for x in out.split())
-    return int(kv["vmwlch_ns"]), int(kv["wlc_ns"])
+    return int(kv["vmwlch_ns"]), int(kv["wlc_ns"]), int(kv["vmwlch_call_ns"]), int(kv["wlc_call_ns"])
 
 
 def scenario(n_dests, per_host, conns, iters, rows):
@@ -38,12 +38,10 @@ def scenario(n_dests, per_host, conns, iters, rows):
     hosts = {f"h{h}": (1 + h % 4, addrs[h * per_host:(h + 1) * per_host]) for h in range(n_dests // per_host)}
     Vmwlch(lab.lb).replace(hosts)
     n_hosts = len(hosts)
-    h, w = bench(lab, iters)
-    rows.append((n_dests, n_hosts, "idle (all tied)", h, w))
+    rows.append((n_dests, n_hosts, "idle (all tied)") + bench(lab, iters))
     for _ in range(conns):
         lab.connect("10.0.0.1", 80)
-    h, w = bench(lab, iters)
-    rows.append((n_dests, n_hosts, f"{conns} connections", h, w))
+    rows.append((n_dests, n_hosts, f"{conns} connections") + bench(lab, iters))
     lab.close()
 
 
@@ -51,14 +49,18 @@ def main():
     rows = []
     scenario(20, 4, 200, 200000, rows)
     scenario(1000, 20, 1200, 5000, rows)
-    print(f"{'dests':>6} {'hosts':>6} {'load':<18} {'vmwlch ns':>10} {'wlc ns':>8} {'ratio':>6}")
-    for d, hs, load, h, w in rows:
-        print(f"{d:>6} {hs:>6} {load:<18} {h:>10} {w:>8} {h / max(w, 1):>6.2f}")
-    by = {(d, load.startswith("idle")): (h, w) for d, _, load, h, w in rows}
+    print("selection: vmwlch's selection called directly against wlc's loop inlined in the timing loop")
+    print("schedule(): each scheduler's schedule() called through a pointer, as IPVS calls it")
+    print(f"{'dests':>6} {'hosts':>6} {'load':<18} {'selection: vmwlch':>17} {'wlc':>6} {'ratio':>6}"
+          f"  {'schedule(): vmwlch':>18} {'wlc':>6} {'ratio':>6}")
+    for d, hs, load, h, w, hc, wc in rows:
+        print(f"{d:>6} {hs:>6} {load:<18} {h:>14} ns {w:>6} {h / max(w, 1):>6.2f}"
+              f"  {hc:>15} ns {wc:>6} {hc / max(wc, 1):>6.2f}")
+    by = {(r[0], r[2].startswith("idle")): r for r in rows}
     for idle in (True, False):
-        (h20, w20), (h1k, w1k) = by[(20, idle)], by[(1000, idle)]
-        print(f"growth 20 -> 1000 destinations ({'idle' if idle else 'loaded'}): "
-              f"vmwlch x{h1k / max(h20, 1):.1f}, wlc x{w1k / max(w20, 1):.1f} (x50 destinations)")
+        a, b = by[(20, idle)], by[(1000, idle)]
+        print(f"growth 20 -> 1000 destinations ({'idle' if idle else 'loaded'}, x50 destinations): "
+              f"vmwlch x{b[3] / max(a[3], 1):.1f}, wlc x{b[4] / max(a[4], 1):.1f}")
 
 
 if __name__ == "__main__":
