@@ -1579,6 +1579,8 @@ impl Compat<'_> {
                     Ok(s) => s,
                     Err(e) => return Err(self.fail_get(&e)),
                 };
+                self.client
+                    .set_dest_counters(f & (FMT_STATS | FMT_RATE) != 0);
                 let dests = match self.client.dests(&svc.key) {
                     Ok(d) => d,
                     Err(e) => return Err(self.fail_get(&e)),
