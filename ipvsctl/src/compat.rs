@@ -1579,9 +1579,8 @@ impl Compat<'_> {
                     Ok(s) => s,
                     Err(e) => return Err(self.fail_get(&e)),
                 };
-                self.client
-                    .set_dest_counters(f & (FMT_STATS | FMT_RATE) != 0);
-                let dests = match self.client.dests(&svc.key) {
+                let counters = f & (FMT_STATS | FMT_RATE) != 0;
+                let dests = match self.client.dests_with(&svc.key, counters) {
                     Ok(d) => d,
                     Err(e) => return Err(self.fail_get(&e)),
                 };
@@ -1595,9 +1594,8 @@ impl Compat<'_> {
                     let h = format::header(&self.info);
                     self.out.out(&h);
                 }
-                self.client
-                    .set_dest_counters(f & (FMT_STATS | FMT_RATE) != 0);
-                let entries = match self.client.services_with_dests() {
+                let counters = f & (FMT_STATS | FMT_RATE) != 0;
+                let entries = match self.client.services_with_dests_with(counters) {
                     Ok(e) => e,
                     Err(e) => return Err(self.fail_get(&e)),
                 };

@@ -136,14 +136,12 @@ pub fn addrport_to_anyname(
     let (l, r) = if v4 { ("", "") } else { ("[", "]") };
     let mut s = if format & FMT_NUMERIC != 0 {
         let mut s = String::with_capacity(48);
+        s.push_str(l);
         match addr {
             IpAddr::V4(a) => push_ipv4(&mut s, a),
-            IpAddr::V6(a) => {
-                s.push('[');
-                s.push_str(&inet6_ntop(a));
-                s.push(']');
-            }
+            IpAddr::V6(a) => s.push_str(&inet6_ntop(a)),
         }
+        s.push_str(r);
         s.push(':');
         push_int_left(&mut s, port as i64, 0);
         s
@@ -782,6 +780,10 @@ pub fn natural_cmp(a: &ServiceKey, b: &ServiceKey) -> Ordering {
 mod tests {
     use super::*;
 
+    use crate::ipvs::Stats;
+    use crate::names::{Numeric, StaticResolver};
+    use std::net::Ipv4Addr;
+
     #[test]
     fn fast_pads_match_core_fmt() {
         for v in [
@@ -809,9 +811,6 @@ mod tests {
         push_left(&mut out, "h\u{e9}", 4);
         assert_eq!(out, format!("{:<4}", "h\u{e9}"));
     }
-    use crate::ipvs::Stats;
-    use crate::names::{Numeric, StaticResolver};
-    use std::net::Ipv4Addr;
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()

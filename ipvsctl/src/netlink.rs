@@ -28,8 +28,10 @@ use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
 use netlink_packet_generic::{GenlFamily, GenlHeader, GenlMessage};
 use netlink_sys::{protocols::NETLINK_GENERIC, Socket, SocketAddr};
 
+const NLMSG_NOOP: u16 = 1;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
+const NLMSG_OVERRUN: u16 = 4;
 const NLMSG_HDRLEN: usize = 16;
 const NLM_F_CAPPED: u16 = 0x100;
 const NLM_F_ACK_TLVS: u16 = 0x200;
@@ -437,32 +439,68 @@ enum Incoming {
     Other,
 }
 
-/// Split a datagram into messages.
-fn split_datagram(buf: &[u8]) -> Result<Vec<Incoming>, Error> {
-    let mut out = Vec::new();
+/// One netlink message of a datagram, borrowed from the receive buffer.
+struct RawMsg<'a> {
+    kind: u16,
+    flags: u16,
+    seq: u32,
+    /// The whole message, header included.
+    bytes: &'a [u8],
+}
+
+impl<'a> RawMsg<'a> {
+    /// The payload after the netlink header.
+    fn payload(&self) -> &'a [u8] {
+        &self.bytes[NLMSG_HDRLEN..]
+    }
+}
+
+/// The messages of a datagram, in order; a bad length ends the walk with an
+/// error.
+fn messages(buf: &[u8]) -> impl Iterator<Item = Result<RawMsg<'_>, Error>> {
     let mut off = 0;
-    while off + NLMSG_HDRLEN <= buf.len() {
+    std::iter::from_fn(move || {
+        if off + NLMSG_HDRLEN > buf.len() {
+            return None;
+        }
         let h = &buf[off..];
         let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
         if len < NLMSG_HDRLEN || off + len > buf.len() {
-            return Err(Error::Decode(format!("bad netlink message length {len}")));
-        }
-        let kind = u16::from_ne_bytes([h[4], h[5]]);
-        let flags = u16::from_ne_bytes([h[6], h[7]]);
-        let seq = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
-        let payload = &buf[off + NLMSG_HDRLEN..off + len];
-        match kind {
-            NLMSG_ERROR => {
-                let (errno, msg) = parse_error_payload(payload, flags)?;
-                out.push(Incoming::Ack { seq, errno, msg });
-            }
-            1 | NLMSG_DONE | 4 => out.push(Incoming::Other),
-            _ => out.push(Incoming::Data {
-                seq,
-                bytes: buf[off..off + len].to_vec(),
-            }),
+            off = buf.len();
+            return Some(Err(Error::Decode(format!(
+                "bad netlink message length {len}"
+            ))));
         }
         off += (len + 3) & !3;
+        Some(Ok(RawMsg {
+            kind: u16::from_ne_bytes([h[4], h[5]]),
+            flags: u16::from_ne_bytes([h[6], h[7]]),
+            seq: u32::from_ne_bytes([h[8], h[9], h[10], h[11]]),
+            bytes: &h[..len],
+        }))
+    })
+}
+
+/// Split a datagram into owned messages.
+fn split_datagram(buf: &[u8]) -> Result<Vec<Incoming>, Error> {
+    let mut out = Vec::new();
+    for m in messages(buf) {
+        let m = m?;
+        out.push(match m.kind {
+            NLMSG_ERROR => {
+                let (errno, msg) = parse_error_payload(m.payload(), m.flags)?;
+                Incoming::Ack {
+                    seq: m.seq,
+                    errno,
+                    msg,
+                }
+            }
+            NLMSG_NOOP | NLMSG_DONE | NLMSG_OVERRUN => Incoming::Other,
+            _ => Incoming::Data {
+                seq: m.seq,
+                bytes: m.bytes.to_vec(),
+            },
+        });
     }
     Ok(out)
 }
@@ -515,9 +553,9 @@ fn extack_msg(tlvs: &[u8]) -> Option<String> {
 pub struct Netlink {
     sock: Socket,
     seq: u32,
+    /// `RECV_BATCH` receive slots of `RECV_BUF` bytes; single receives use
+    /// the first.
     buf: Vec<u8>,
-    /// `recv_batch`'s slots (allocated on the first dump).
-    rbuf: Vec<u8>,
     families: HashMap<String, u16>,
     window: usize,
 }
@@ -544,8 +582,7 @@ impl Netlink {
         Ok(Netlink {
             sock,
             seq,
-            buf: vec![0u8; 1 << 16],
-            rbuf: Vec::new(),
+            buf: vec![0u8; RECV_BATCH * RECV_BUF],
             families: HashMap::new(),
             window,
         })
@@ -571,9 +608,12 @@ impl Netlink {
 
     fn recv(&mut self) -> Result<Vec<Incoming>, Error> {
         loop {
-            match self.sock.recv(&mut &mut self.buf[..], libc::MSG_TRUNC) {
-                Ok(n) if n > self.buf.len() => {
-                    // Message larger than our buffer: grow and retry by peeking next time.
+            match self
+                .sock
+                .recv(&mut &mut self.buf[..RECV_BUF], libc::MSG_TRUNC)
+            {
+                Ok(n) if n > RECV_BUF => {
+                    // Larger than a slot (the kernel's replies stay under 32 KiB).
                     return Err(Error::Decode(format!(
                         "netlink message of {n} bytes truncated"
                     )));
@@ -588,11 +628,11 @@ impl Netlink {
     /// Receive without blocking: `None` when nothing is queued.
     fn try_recv(&mut self) -> Result<Option<Vec<Incoming>>, Error> {
         loop {
-            match self
-                .sock
-                .recv(&mut &mut self.buf[..], libc::MSG_TRUNC | libc::MSG_DONTWAIT)
-            {
-                Ok(n) if n > self.buf.len() => {
+            match self.sock.recv(
+                &mut &mut self.buf[..RECV_BUF],
+                libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+            ) {
+                Ok(n) if n > RECV_BUF => {
                     return Err(Error::Decode(format!(
                         "netlink message of {n} bytes truncated"
                     )))
@@ -740,30 +780,19 @@ impl Netlink {
         loop {
             let got = self.recv_batch(&mut lens)?;
             for (i, &n) in lens[..got].iter().enumerate() {
-                let buf = &self.rbuf[i * RECV_BUF..i * RECV_BUF + n];
-                let mut off = 0;
-                while off + NLMSG_HDRLEN <= n {
-                    let h = &buf[off..];
-                    let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
-                    if len < NLMSG_HDRLEN || off + len > n {
-                        return Err(Error::Decode(format!("bad netlink message length {len}")));
-                    }
-                    let kind = u16::from_ne_bytes([h[4], h[5]]);
-                    let flags = u16::from_ne_bytes([h[6], h[7]]);
-                    let s = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
-                    let msg = &h[..len];
-                    off += (len + 3) & !3;
-                    if s != seq {
+                for m in messages(&self.buf[i * RECV_BUF..i * RECV_BUF + n]) {
+                    let m = m?;
+                    if m.seq != seq {
                         continue;
                     }
-                    match kind {
+                    match m.kind {
                         NLMSG_DONE | NLMSG_ERROR => {
-                            let (errno, msg) = if kind == NLMSG_ERROR {
-                                parse_error_payload(&msg[NLMSG_HDRLEN..], flags)?
+                            let (errno, msg) = if m.kind == NLMSG_ERROR {
+                                parse_error_payload(m.payload(), m.flags)?
                             } else {
-                                parse_done_payload(&msg[NLMSG_HDRLEN..], flags)
+                                parse_done_payload(m.payload(), m.flags)
                             };
-                            if kind == NLMSG_ERROR && errno == 0 {
+                            if m.kind == NLMSG_ERROR && errno == 0 {
                                 continue;
                             }
                             if let Some(e) = failed {
@@ -775,14 +804,14 @@ impl Netlink {
                                 Err(Error::Kernel { errno, msg })
                             };
                         }
-                        1 | 4 => {}
+                        NLMSG_NOOP | NLMSG_OVERRUN => {}
                         _ if failed.is_some() => {}
                         _ => {
-                            if len < NLMSG_HDRLEN + GENL_HDRLEN {
+                            let p = m.payload();
+                            if p.len() < GENL_HDRLEN {
                                 return Err(Error::Decode("short generic netlink message".into()));
                             }
-                            let cmd = msg[NLMSG_HDRLEN];
-                            if let Err(e) = f(cmd, &msg[NLMSG_HDRLEN + GENL_HDRLEN..]) {
+                            if let Err(e) = f(p[0], &p[GENL_HDRLEN..]) {
                                 failed = Some(e);
                             }
                         }
@@ -794,23 +823,20 @@ impl Netlink {
 
     /// Receive the queued datagrams, up to `RECV_BATCH`, with one
     /// `recvmmsg` that blocks for the first one only; returns how many, with
-    /// their lengths in `lens` and their bytes in `rbuf` slots. A dump's last
+    /// their lengths in `lens` and their bytes in the `buf` slots. A dump's last
     /// data and its NLMSG_DONE come in separate datagrams (the kernel writes
     /// DONE while the data is being read), so this halves a small dump's
     /// receive calls.
     fn recv_batch(&mut self, lens: &mut [usize; RECV_BATCH]) -> Result<usize, Error> {
         use std::os::fd::AsRawFd;
-        if self.rbuf.is_empty() {
-            self.rbuf = vec![0u8; RECV_BATCH * RECV_BUF];
-        }
-        let base = self.rbuf.as_mut_ptr();
+        let base = self.buf.as_mut_ptr();
         // SAFETY: an all-zero iovec/mmsghdr is a valid value (null pointers,
         // zero lengths) that is filled in below.
         let mut iov: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         let mut hdrs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
         for (i, (v, h)) in iov.iter_mut().zip(hdrs.iter_mut()).enumerate() {
-            // SAFETY: slot i lies inside rbuf, which holds RECV_BATCH slots.
+            // SAFETY: slot i lies inside buf, which holds RECV_BATCH slots.
             v.iov_base = unsafe { base.add(i * RECV_BUF) }.cast();
             v.iov_len = RECV_BUF;
             h.msg_hdr.msg_iov = v;
@@ -818,7 +844,7 @@ impl Netlink {
         }
         loop {
             // SAFETY: hdrs holds RECV_BATCH headers, each pointing at its own
-            // live iovec and rbuf slot; nothing else touches them meanwhile.
+            // live iovec and buf slot; nothing else touches them meanwhile.
             let rc = unsafe {
                 libc::recvmmsg(
                     self.sock.as_raw_fd(),

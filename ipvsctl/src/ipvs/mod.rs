@@ -111,7 +111,6 @@ impl std::fmt::Display for Op {
 pub struct Client {
     nl: Netlink,
     family: u16,
-    dest_counters: bool,
 }
 
 impl Client {
@@ -124,18 +123,7 @@ impl Client {
     /// Use an existing socket (shared with other families).
     pub fn from_netlink(mut nl: Netlink) -> Result<Client, Error> {
         let family = nl.resolve(IPVS_GENL_NAME)?;
-        Ok(Client {
-            nl,
-            family,
-            dest_counters: true,
-        })
-    }
-
-    /// Whether [`Client::dests`] decodes the real servers' traffic counters
-    /// (on by default). A listing that prints none of them turns this off
-    /// and leaves `Dest::stats` zero, which saves a third of its decoding.
-    pub fn set_dest_counters(&mut self, on: bool) {
-        self.dest_counters = on;
+        Ok(Client { nl, family })
     }
 
     /// The underlying socket (e.g. for [`crate::vmwlch::HostMap`]).
@@ -195,9 +183,15 @@ impl Client {
     /// The destinations of a service, in kernel order (an unknown service
     /// gives an empty list, like the kernel).
     pub fn dests(&mut self, key: &ServiceKey) -> Result<Vec<Dest>, Error> {
+        self.dests_with(key, true)
+    }
+
+    /// [`Client::dests`]; without `counters` the traffic counters are not
+    /// decoded and `Dest::stats` stays zero (a third of the decoding, for
+    /// listings that print none of them).
+    pub fn dests_with(&mut self, key: &ServiceKey, counters: bool) -> Result<Vec<Dest>, Error> {
         let mut out = Vec::new();
         let family = key.family();
-        let counters = self.dest_counters;
         self.nl
             .dump_each::<IpvsFamily>(self.family, codec::dump_dests(key), |_, raw| {
                 if let Some(d) = Attrs::parse(raw)?.nested(IPVS_CMD_ATTR_DEST)? {
@@ -210,10 +204,19 @@ impl Client {
 
     /// Every service with its destinations.
     pub fn services_with_dests(&mut self) -> Result<Vec<(Service, Vec<Dest>)>, Error> {
+        self.services_with_dests_with(true)
+    }
+
+    /// [`Client::services_with_dests`], decoding the destinations' traffic
+    /// counters only if `counters` (see [`Client::dests_with`]).
+    pub fn services_with_dests_with(
+        &mut self,
+        counters: bool,
+    ) -> Result<Vec<(Service, Vec<Dest>)>, Error> {
         let svcs = self.services()?;
         let mut out = Vec::with_capacity(svcs.len());
         for s in svcs {
-            let d = self.dests(&s.key)?;
+            let d = self.dests_with(&s.key, counters)?;
             out.push((s, d));
         }
         Ok(out)
