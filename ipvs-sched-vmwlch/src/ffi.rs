@@ -82,7 +82,6 @@ extern "C" {
         ctx: *mut c_void,
     ) -> c_int;
     fn vmwlch_retire(head: *mut RcuHead);
-    fn vmwlch_random_u32() -> u32;
     fn vmwlch_msg_put(
         skb: *mut SkBuff,
         portid: u32,
@@ -168,12 +167,6 @@ pub(crate) unsafe fn svc_walk<F: FnMut(*mut IpVsDest) -> Result<(), c_int>>(
 pub(crate) unsafe fn retire(head: *mut RcuHead) {
     // SAFETY: per the caller's contract; `call_rcu` takes ownership until the callback.
     unsafe { vmwlch_retire(head) }
-}
-
-/// A random number from the kernel's CSPRNG (usable in softirq, does not sleep).
-pub(crate) fn random_u32() -> u32 {
-    // SAFETY: `get_random_u32` has no preconditions.
-    unsafe { vmwlch_random_u32() }
 }
 
 /// Error from a netlink message writer: the skb is full.

@@ -16,7 +16,6 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/random.h>
-#include <linux/prandom.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/workqueue.h>
@@ -42,8 +41,13 @@ struct vmwlch_net {
 	struct vmwlch_counters __percpu *stats;
 };
 
-/* Tie-breaking randomness: cheap per-CPU PRNG, not a secret. */
-static DEFINE_PER_CPU(struct rnd_state, vmwlch_rnd);
+/*
+ * Tie-breaking randomness, not a secret: a per-CPU Weyl sequence (seeded
+ * randomly at load) whose next value each decision takes as its seed; the
+ * Rust side mixes it (SplitMix64) only if the decision has a tie.
+ */
+#define VMWLCH_WEYL 0x9e3779b97f4a7c15ULL
+static DEFINE_PER_CPU(u64, vmwlch_seq);
 
 static void *vmwlch_state_locked(struct net *net)
 {
@@ -99,15 +103,6 @@ int vmwlch_svc_walk(struct ip_vs_service *svc,
 void vmwlch_retire(struct rcu_head *head)
 {
 	call_rcu(head, vmwlch_rs_snapshot_free);
-}
-
-u32 vmwlch_random_u32(void)
-{
-	struct rnd_state *s = &get_cpu_var(vmwlch_rnd);
-	u32 r = prandom_u32_state(s);
-
-	put_cpu_var(vmwlch_rnd);
-	return r;
 }
 
 void vmwlch_msg_end(struct sk_buff *skb, void *hdr)
@@ -206,6 +201,22 @@ static int vmwlch_del_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
 	return 0;
 }
 
+/*
+ * A weight edit: the snapshot leaves hosts without a weighted destination
+ * of a service out of that service's view, so it is rebuilt.
+ */
+static int vmwlch_upd_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
+{
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	st = vmwlch_state_locked(svc->ipvs->net);
+	if (st)
+		vmwlch_rs_upd_dest(st, svc, dest);
+	mutex_unlock(&vmwlch_mutex);
+	return 0;
+}
+
 static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
 						 int kind)
 {
@@ -215,7 +226,8 @@ static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
 
 	st = rcu_dereference(vn->state);
 	if (st)
-		dest = vmwlch_rs_schedule(st, svc, kind);
+		dest = vmwlch_rs_schedule(st, svc, kind,
+					  this_cpu_add_return(vmwlch_seq, VMWLCH_WEYL));
 	if (!dest) {
 		if (st)
 			this_cpu_inc(vn->stats->no_dest);
@@ -240,7 +252,6 @@ static struct ip_vs_dest *vmwlch_schedule(struct ip_vs_service *svc,
 	return vmwlch_schedule_common(svc, VMWLCH_KIND_VMWLCH);
 }
 
-/* Weight and flag changes are read live; upd_dest needs no snapshot. */
 static struct ip_vs_scheduler vmwlc_scheduler = {
 	.name =		"vmwlc",
 	.refcnt =	ATOMIC_INIT(0),
@@ -250,6 +261,7 @@ static struct ip_vs_scheduler vmwlc_scheduler = {
 	.done_service =	vmwlch_done_svc,
 	.add_dest =	vmwlch_add_dest,
 	.del_dest =	vmwlch_del_dest,
+	.upd_dest =	vmwlch_upd_dest,
 	.schedule =	vmwlc_schedule,
 };
 
@@ -262,6 +274,7 @@ static struct ip_vs_scheduler vmwlch_scheduler = {
 	.done_service =	vmwlch_done_svc,
 	.add_dest =	vmwlch_add_dest,
 	.del_dest =	vmwlch_del_dest,
+	.upd_dest =	vmwlch_upd_dest,
 	.schedule =	vmwlch_schedule,
 };
 
@@ -598,7 +611,8 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 			rcu_read_lock();
 			for (j = 0; j < n; j++) {
 				if (kind == 0)
-					hits += !!vmwlch_rs_schedule(st, svc, VMWLCH_KIND_VMWLCH);
+					hits += !!vmwlch_rs_schedule(st, svc, VMWLCH_KIND_VMWLCH,
+								     this_cpu_add_return(vmwlch_seq, VMWLCH_WEYL));
 				else if (kind == 1)
 					hits += !!vmwlch_bench_wlc(svc);
 				else
@@ -662,12 +676,13 @@ static DECLARE_WORK(vmwlch_genl_work, vmwlch_genl_work_fn);
 
 int vmwlch_glue_init(void)
 {
-	int ret;
+	int ret, cpu;
 
 	BUILD_BUG_ON(sizeof(struct rcu_head) != 2 * sizeof(void *));
 	BUILD_BUG_ON(sizeof(atomic_t) != sizeof(int));
 
-	prandom_seed_full_state(&vmwlch_rnd);
+	for_each_possible_cpu(cpu)
+		per_cpu(vmwlch_seq, cpu) = get_random_u64();
 
 	ret = register_pernet_subsys(&vmwlch_net_ops);
 	if (ret)

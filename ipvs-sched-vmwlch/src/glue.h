@@ -47,8 +47,10 @@ void vmwlch_rs_add_dest(void *state, struct ip_vs_service *svc,
 			struct ip_vs_dest *dest);
 void vmwlch_rs_del_dest(void *state, struct ip_vs_service *svc,
 			struct ip_vs_dest *dest);
+void vmwlch_rs_upd_dest(void *state, struct ip_vs_service *svc,
+			struct ip_vs_dest *dest);
 struct ip_vs_dest *vmwlch_rs_schedule(void *state, struct ip_vs_service *svc,
-				      int kind);
+				       int kind, u64 seed);
 void vmwlch_rs_snapshot_free(struct rcu_head *head);
 /* Netlink commands: the attribute stream of the request (already validated
  * against the policy). Returns 0 or -errno; on error *msg is a static
@@ -76,7 +78,6 @@ u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16);
 int vmwlch_svc_walk(struct ip_vs_service *svc,
 		    int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx);
 void vmwlch_retire(struct rcu_head *head);
-u32 vmwlch_random_u32(void);
 
 /* Module setup and teardown, called from the Rust module's init and drop. */
 int vmwlch_glue_init(void);

@@ -18,16 +18,30 @@
 //!   destination, then the eligible destination of `S` on `h*` minimising
 //!   `overhead/weight`;
 //! * ratios are compared by exact cross-multiplication (64x64 -> 128 bits);
-//! * equal ratios are resolved by reservoir sampling, so tied hosts (and tied
-//!   destinations) share new connections evenly.
+//! * equal ratios are resolved by a uniform draw among the tied candidates,
+//!   so tied hosts (and tied destinations) share new connections evenly.
+//! * `o(d) = max(0, activeconns * 256 + inactconns)`, and a host's load is
+//!   the same formula over the sums of its destinations' counters (equal to
+//!   the sum of their overheads: counters are never negative in practice).
 //!
-//! The scan is one pass over the host groups that computes each host's load
-//! and whether it has an eligible destination, then one pass over the chosen
-//! host's destinations of the service to choose among them. Each
-//! destination's live counters are read once per decision, except that the
-//! chosen host's destinations of the requested service are read a second
-//! time by the second pass (the kernel updates counters concurrently in any
-//! case; every value the decision uses was current when it was read).
+//! The cluster is presented per service ([`Cluster::view`]): the hosts on
+//! which the service has destinations, each with the range of all its
+//! destinations (every service, for the aggregate load) and the list of the
+//! service's own destinations there. A decision is then one pass over those
+//! hosts that sums each host's counters and keeps the least loaded host, and
+//! one pass over the chosen host's destinations of the service that picks
+//! the least loaded eligible one. The first pass does not look at weights
+//! and flags: a host whose destinations of the service have all lost their
+//! eligibility (a weight set to 0, an OVERLOAD flag) is noticed when the
+//! second pass finds nothing there, and the decision is then made again by
+//! the exact two passes that check eligibility on every host. Views that
+//! leave out hosts with no destination of positive weight (the kernel's do)
+//! make that rare.
+//!
+//! The hot loops are written for the cost of emulation as much as for real
+//! CPUs (the benchmarks run under QEMU's TCG): ties are collected as bits in
+//! a register rather than drawn one by one, and there is no branch per
+//! destination in the first pass.
 
 use core::cmp::Ordering;
 
@@ -53,60 +67,103 @@ pub struct Live {
     pub overloaded: bool,
 }
 
-/// IPVS overhead = `activeconns * 256 + inactconns`, negatives clamped to 0.
+/// IPVS overhead of counters: `activeconns * 256 + inactconns`, or 0 if
+/// that is negative (a counter can only be negative through a kernel bug;
+/// the clamp keeps every ratio's numerator meaningful).
 ///
-/// The result is below `2^40`, so sums of up to `2^24` overheads never
-/// saturate in practice (they saturate rather than wrap if they would).
+/// For one destination the result is below `2^40`. For the sums of a host's
+/// counters it is exact while the summed `activeconns` stays below `2^55`
+/// (over `2^24` destinations at the largest value), and saturates beyond.
+#[must_use]
+#[inline(always)]
+pub fn load(activeconns: i64, inactconns: i64) -> u64 {
+    // Both in [0, 2^55) (the common case, one test): the sum is below 2^64.
+    let (a, i) = (activeconns as u64, inactconns as u64);
+    if (a | i) >> 55 == 0 {
+        return a.wrapping_shl(8).wrapping_add(i);
+    }
+    let o = activeconns.saturating_mul(256).saturating_add(inactconns);
+    o.max(0).unsigned_abs()
+}
+
+/// IPVS overhead of a destination (as [`load`]; below `2^40`).
 #[must_use]
 #[inline(always)]
 pub fn overhead(l: &Live) -> u64 {
-    let active = u64::from(l.activeconns.max(0).unsigned_abs());
-    let inactive = u64::from(l.inactconns.max(0).unsigned_abs());
-    active.saturating_mul(256).saturating_add(inactive)
+    // |a| * 256 + |i| < 2^40: no i64 overflow. The clamp without a branch:
+    // the sign mask clears a negative value.
+    let o = i64::from(l.activeconns)
+        .wrapping_shl(8)
+        .wrapping_add(i64::from(l.inactconns));
+    (o & !(o >> 63)) as u64
 }
 
-/// A host group in a snapshot: the destinations `[start, start + len)` of the
-/// snapshot's destination table belong to it.
+/// A host as one service sees it: a candidate of the first pass.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HostGroup {
-    /// Host weight `W(h)`; 0 drains the host. Ignored for implicit hosts.
+pub struct Span {
+    /// Host weight `W(h)`; 0 drains the host.
     pub weight: u32,
-    /// An address the map does not know: the host of a single destination,
-    /// whose weight is that destination's live weight. A malformed implicit
-    /// group with several destinations is treated as that many implicit hosts.
-    pub implicit: bool,
-    /// Index of the group's first destination in the destination table.
+    /// The host's destinations of every service: indices `[start, end)` of
+    /// the destination table (the part beyond the table is ignored). Their
+    /// counters make the aggregate load.
     pub start: u32,
-    /// Number of destinations in the group; the part of the range beyond the
-    /// destination table is ignored.
-    pub len: u32,
+    /// End of the host's destination range (exclusive).
+    pub end: u32,
+    /// The service's destinations on the host: entries `[own_start,
+    /// own_end)` of the view's member list (the part beyond it is ignored).
+    pub own_start: u32,
+    /// End of the own range (exclusive).
+    pub own_end: u32,
+}
+
+/// The cluster as one service sees it.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    /// The mapped hosts on which the service may have an eligible
+    /// destination, in scan order. Hosts with none may be listed (they cost
+    /// time, not correctness); a host with an eligible destination must be.
+    pub spans: &'a [Span],
+    /// Destination table indices of the service's destinations on mapped
+    /// hosts, in the order the spans' own ranges refer to them.
+    pub members: &'a [u32],
+    /// Destination table indices of the service's destinations whose address
+    /// the map does not know: each is a host of its own (an implicit host),
+    /// whose weight is the destination's live weight and whose load is its
+    /// overhead.
+    pub solo: &'a [u32],
+}
+
+impl View<'_> {
+    /// An empty view: the service has no destination.
+    pub const EMPTY: View<'static> = View {
+        spans: &[],
+        members: &[],
+        solo: &[],
+    };
 }
 
 /// What the kernel snapshot (or a test) provides.
-///
-/// Groups should be disjoint; a destination listed by two groups counts for
-/// both and is read once per group.
 pub trait Cluster {
-    /// The host groups, in scan order.
-    fn hosts(&self) -> &[HostGroup];
+    /// The view of `service` (an opaque key; the kernel passes the service
+    /// pointer as `usize`). Spans should be disjoint host ranges and their
+    /// own members destinations of the service on that host; anything else
+    /// gives some destination of the view's members, or none, never a panic.
+    fn view(&self, service: usize) -> View<'_>;
     /// Number of destinations in the destination table; indices at or beyond
-    /// it are never passed to [`Cluster::dest_service`] or [`Cluster::live`].
+    /// it are never passed to [`Cluster::counts`] or [`Cluster::live`].
     fn dest_count(&self) -> usize;
-    /// Opaque key of the service the destination belongs to (the kernel
-    /// passes the service pointer as `usize`).
-    fn dest_service(&self, dest: usize) -> usize;
-    /// Live counters of the destination; called at most once per destination
-    /// (per group listing it) and pass.
+    /// `(activeconns, inactconns)` of a destination.
+    fn counts(&self, dest: usize) -> (i32, i32);
+    /// Weight, counters and flags of a destination.
     fn live(&self, dest: usize) -> Live;
 }
 
-/// The destination index range of a group, clamped to the destination table.
+/// A range of `u32` bounds, clamped to `len` (never inverted).
 #[inline(always)]
-fn group_range(g: &HostGroup, dest_count: usize) -> (usize, usize) {
-    let start = usize::try_from(g.start).unwrap_or(usize::MAX);
-    let len = usize::try_from(g.len).unwrap_or(usize::MAX);
-    let end = start.saturating_add(len).min(dest_count);
-    (start.min(end), end)
+fn clamp(start: u32, end: u32, len: usize) -> (usize, usize) {
+    let end = usize::try_from(end).unwrap_or(usize::MAX).min(len);
+    let start = usize::try_from(start).unwrap_or(usize::MAX).min(end);
+    (start, end)
 }
 
 /// Exact product of two `u64` values as `(high, low)` 64-bit halves.
@@ -165,7 +222,7 @@ pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
     a.cmp(&b)
 }
 
-/// A candidate: `load / weight` is its ratio, `dest` the destination it stands for.
+/// A candidate: `load / weight` is its ratio.
 #[derive(Clone, Copy)]
 struct Pick {
     /// Numerator: host load `L(h)` or destination overhead.
@@ -173,12 +230,13 @@ struct Pick {
     /// Denominator: host weight `W(h)` or destination weight; positive for
     /// a real candidate.
     weight: u64,
-    /// Destination chosen if this candidate wins (for a host group: an
-    /// eligible destination, the fallback of the second pass).
+    /// The destination chosen if this candidate wins: for a host, an
+    /// eligible destination found by the checking first pass, else none
+    /// (`usize::MAX`).
     dest: usize,
-    /// For a host group, the destination range the second pass scans;
-    /// empty for a single destination.
-    group: (usize, usize),
+    /// For a host, the index of its span, whose own members the second pass
+    /// scans; `usize::MAX` for a destination.
+    span: usize,
 }
 
 impl Pick {
@@ -188,7 +246,7 @@ impl Pick {
         load: 1,
         weight: 0,
         dest: usize::MAX,
-        group: (0, 0),
+        span: usize::MAX,
     };
 }
 
@@ -200,7 +258,7 @@ fn vm_pick(live: &Live, d: usize) -> Option<Pick> {
         load: overhead(live),
         weight: u64::from(live.weight.unsigned_abs()),
         dest: d,
-        group: (0, 0),
+        span: usize::MAX,
     })
 }
 
@@ -226,24 +284,167 @@ fn offer<R: FnMut() -> u32>(best: &mut Pick, ties: &mut u32, cand: Pick, rng: &m
     }
 }
 
-/// All ones if `b`, else zero.
+/// The destination table index of member `k` of a view.
 #[inline(always)]
-fn mask(b: bool) -> usize {
-    0usize.wrapping_sub(usize::from(b))
+fn member(v: &View<'_>, k: usize) -> usize {
+    v.members.get(k).map_or(usize::MAX, |&d| d as usize)
 }
 
-/// As [`mask`], 64 bits wide.
+/// Load of a host: its counters summed (every destination of the host under
+/// `AGGREGATE`, else the service's own), as [`load`].
 #[inline(always)]
-fn mask64(b: bool) -> u64 {
-    0u64.wrapping_sub(u64::from(b))
+fn span_load<const AGGREGATE: bool, C: Cluster>(c: &C, v: &View<'_>, sp: &Span) -> u64 {
+    // Each term is an i32 and there are fewer than 2^32 of them: no i64 wraps.
+    let (mut active, mut inactive) = (0i64, 0i64);
+    if AGGREGATE {
+        let (start, end) = clamp(sp.start, sp.end, c.dest_count());
+        for d in start..end {
+            let (a, i) = c.counts(d);
+            active = active.wrapping_add(i64::from(a));
+            inactive = inactive.wrapping_add(i64::from(i));
+        }
+    } else {
+        let (start, end) = clamp(sp.own_start, sp.own_end, v.members.len());
+        for k in start..end {
+            let d = member(v, k);
+            if d < c.dest_count() {
+                let (a, i) = c.counts(d);
+                active = active.wrapping_add(i64::from(a));
+                inactive = inactive.wrapping_add(i64::from(i));
+            }
+        }
+    }
+    load(active, inactive)
 }
 
-/// Aggregate load of a host group: the saturating sum of the overhead of all
-/// its destinations (every service) within the destination table.
-#[must_use]
-pub fn host_load<C: Cluster>(c: &C, host: &HostGroup) -> u64 {
-    let (start, end) = group_range(host, c.dest_count());
-    (start..end).fold(0u64, |sum, d| sum.saturating_add(overhead(&c.live(d))))
+/// `floor(r * k / 2^32)`: uniform on `[0, k)` up to a bias of `2^-32`.
+#[inline(always)]
+fn uniform(r: u32, k: u32) -> u32 {
+    // r < 2^32 and k < 2^32: the product does not overflow.
+    (u64::from(r).wrapping_mul(u64::from(k)) >> 32) as u32
+}
+
+/// The least ratio seen so far and the candidates that have it, by their
+/// position in the scan. Ties are shared evenly: positions below 64 are
+/// kept as bits and the winner is drawn among all tied candidates at the
+/// end, with one random number; positions from 64 on (rare) are sampled as
+/// they come (reservoir sampling, one random number each), and stand for
+/// their share in the final draw. Everything stays in registers.
+#[derive(Clone, Copy)]
+struct Least {
+    /// Numerator of the least ratio.
+    load: u64,
+    /// Denominator of the least ratio; 0 until a candidate is offered.
+    weight: u64,
+    /// Tied positions below 64.
+    bits: u64,
+    /// Number of tied positions (all of them).
+    n: u32,
+    /// Number of tied positions from 64 on.
+    over: u32,
+    /// The one of those that reservoir sampling keeps.
+    kept: usize,
+}
+
+impl Least {
+    /// No candidate yet (an infinite ratio).
+    const NONE: Least = Least {
+        load: 1,
+        weight: 0,
+        bits: 0,
+        n: 0,
+        over: 0,
+        kept: 0,
+    };
+
+    /// Offers the candidate at position `pos` of ratio `load / weight`
+    /// (`weight` positive); `bit` is `1 << pos`, or 0 from position 64 on
+    /// (the scan shifts it along: a shift by a variable is slow to emulate).
+    #[inline(always)]
+    fn offer<R: FnMut() -> u32>(
+        &mut self,
+        load: u64,
+        weight: u64,
+        pos: usize,
+        bit: u64,
+        rng: &mut R,
+    ) {
+        // Against NONE: load * 0 < 1 * weight, always.
+        let (c, b) = cross(load, weight, self.load, self.weight);
+        if c < b {
+            self.load = load;
+            self.weight = weight;
+            self.bits = 0;
+            self.n = 0;
+            self.over = 0;
+        } else if c != b {
+            return;
+        }
+        self.n = self.n.saturating_add(1);
+        if bit != 0 {
+            self.bits |= bit;
+        } else {
+            self.over = self.over.saturating_add(1);
+            if uniform(rng(), self.over) == 0 {
+                self.kept = pos;
+            }
+        }
+    }
+
+    /// The position of the chosen candidate, if any was offered.
+    #[inline(always)]
+    fn winner<R: FnMut() -> u32>(&self, rng: &mut R) -> Option<usize> {
+        if self.weight == 0 {
+            return None;
+        }
+        let n = self.n;
+        let j = if n > 1 { uniform(rng(), n) } else { 0 };
+        if j >= n.wrapping_sub(self.over) {
+            return Some(self.kept);
+        }
+        // The j-th set bit: clear the j lowest ones.
+        let mut bits = self.bits;
+        for _ in 0..j {
+            bits &= bits.wrapping_sub(1);
+        }
+        Some(bits.trailing_zeros() as usize)
+    }
+}
+
+/// A destination's overhead and weight, if it is eligible (positive weight,
+/// not overloaded).
+#[inline(always)]
+fn eligible(live: &Live) -> Option<(u64, u64)> {
+    (live.weight > 0 && !live.overloaded)
+        .then(|| (overhead(live), u64::from(live.weight.unsigned_abs())))
+}
+
+/// The eligible destination among `members` (destination table indices)
+/// with the least overhead/weight.
+#[inline(always)]
+fn least_vm<C: Cluster, R: FnMut() -> u32>(c: &C, members: &[u32], rng: &mut R) -> Option<usize> {
+    let count = c.dest_count();
+    let mut vm = Least::NONE;
+    let mut bit = 1u64;
+    for (k, &d) in members.iter().enumerate() {
+        let d = d as usize;
+        if d < count {
+            if let Some((load, weight)) = eligible(&c.live(d)) {
+                vm.offer(load, weight, k, bit, rng);
+            }
+        }
+        bit <<= 1;
+    }
+    vm.winner(rng)
+        .and_then(|k| members.get(k))
+        .map(|&d| d as usize)
+}
+
+/// The own members of span `sp` of view `v`.
+#[inline(always)]
+fn own<'a>(v: &View<'a>, sp: &Span) -> &'a [u32] {
+    let (start, end) = clamp(sp.own_start, sp.own_end, v.members.len());
+    v.members.get(start..end).unwrap_or(&[])
 }
 
 /// Chooses the destination for a new connection to `service`.
@@ -260,95 +461,129 @@ pub fn select<C: Cluster, R: FnMut() -> u32>(
     scope: Scope,
     rng: &mut R,
 ) -> Option<usize> {
-    // One copy of the scan per scope, so that the scope test is not in the loop.
-    match scope {
-        Scope::Service => scan::<false, C, R>(c, service, rng),
-        Scope::Aggregate => scan::<true, C, R>(c, service, rng),
+    let v = c.view(service);
+    // One copy of each scan per scope, so that the scope test is not in the loop.
+    let fast = match scope {
+        Scope::Service => fast_scan::<false, C, R>(c, &v, rng),
+        Scope::Aggregate => fast_scan::<true, C, R>(c, &v, rng),
+    };
+    match fast {
+        Fast::Chosen(d) => Some(d),
+        Fast::NoHost => None,
+        // The host the first pass chose had no eligible destination left:
+        // decide again, checking every host's destinations.
+        Fast::Recheck => match scope {
+            Scope::Service => exact_scan::<false, C, R>(c, &v, rng),
+            Scope::Aggregate => exact_scan::<true, C, R>(c, &v, rng),
+        },
     }
 }
 
-/// [`select`] for one scope: `AGGREGATE` is `scope == Scope::Aggregate`.
+/// Outcome of [`fast_scan`].
+enum Fast {
+    /// This destination.
+    Chosen(usize),
+    /// No host can have an eligible destination: every listed host is
+    /// drained and no implicit host's destination is eligible.
+    NoHost,
+    /// The chosen host had no eligible destination.
+    Recheck,
+}
+
+/// The two passes, the first without looking at the eligibility of mapped
+/// hosts' destinations (`AGGREGATE` is `scope == Scope::Aggregate`).
 #[must_use]
-fn scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
+#[inline(always)]
+fn fast_scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
     c: &C,
-    service: usize,
+    v: &View<'_>,
+    rng: &mut R,
+) -> Fast {
+    let count = c.dest_count();
+    let mut best = Least::NONE;
+    // First pass: the host with the least L(h)/W(h). Positions: spans by
+    // index, then implicit hosts after them.
+    let mut bit = 1u64;
+    for (i, sp) in v.spans.iter().enumerate() {
+        if sp.weight != 0 {
+            let load = span_load::<AGGREGATE, C>(c, v, sp);
+            best.offer(load, u64::from(sp.weight), i, bit, rng);
+        }
+        bit <<= 1;
+    }
+    for (k, &d) in v.solo.iter().enumerate() {
+        let d = d as usize;
+        if d < count {
+            // An implicit host counts only if its destination is eligible.
+            if let Some((load, weight)) = eligible(&c.live(d)) {
+                best.offer(load, weight, v.spans.len().wrapping_add(k), bit, rng);
+            }
+        }
+        bit <<= 1;
+    }
+    let Some(id) = best.winner(rng) else {
+        return Fast::NoHost;
+    };
+    match v.spans.get(id) {
+        // Second pass: the chosen host's eligible destination of the
+        // service with the least overhead/weight.
+        Some(sp) => least_vm(c, own(v, sp), rng).map_or(Fast::Recheck, Fast::Chosen),
+        None => v
+            .solo
+            .get(id.wrapping_sub(v.spans.len()))
+            .map_or(Fast::NoHost, |&d| Fast::Chosen(d as usize)),
+    }
+}
+
+/// The two passes, the first considering only hosts with an eligible
+/// destination of the service: the exact algorithm whatever the view lists
+/// (`AGGREGATE` is `scope == Scope::Aggregate`).
+#[must_use]
+#[inline(never)]
+fn exact_scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
+    c: &C,
+    v: &View<'_>,
     rng: &mut R,
 ) -> Option<usize> {
     let count = c.dest_count();
     let mut best = Pick::NONE;
-    let mut host_ties = 0u32;
-
-    // First pass: the host with the least L(h)/W(h) among those with an
-    // eligible destination of the service.
-    for g in c.hosts() {
-        let (start, end) = group_range(g, count);
-        if g.implicit {
-            // Every destination is a host of its own with W(h) = w(d) and
-            // L(h) = o(d); such a host only matters if its destination is
-            // eligible for `service`.
-            for d in start..end {
-                if c.dest_service(d) != service {
-                    continue;
-                }
-                if let Some(cand) = vm_pick(&c.live(d), d) {
-                    offer(&mut best, &mut host_ties, cand, rng);
-                }
+    let mut ties = 0u32;
+    for &d in v.solo {
+        let d = d as usize;
+        if d < count {
+            if let Some(cand) = vm_pick(&c.live(d), d) {
+                offer(&mut best, &mut ties, cand, rng);
             }
+        }
+    }
+    for (i, sp) in v.spans.iter().enumerate() {
+        if sp.weight == 0 {
             continue;
         }
-        if g.weight == 0 {
-            // Drained: no eligible destination, its load does not matter.
+        // The first eligible destination of the service on the host.
+        let Some(dest) = own(v, sp)
+            .iter()
+            .map(|&d| d as usize)
+            .find(|&d| d < count && vm_pick(&c.live(d), d).is_some())
+        else {
             continue;
-        }
-        let mut load = 0u64;
-        // An eligible destination of the service on this host (the last
-        // one seen), or none. The loop body has no branch: every
-        // destination's counters are read and masked, which costs less than
-        // the mispredicted (or, under emulation, block-ending) branches
-        // that picking by service would take.
-        let mut eligible = usize::MAX;
-        // Carries out of `load`: the sum saturates once, after the loop (a
-        // saturating add per destination compiles to a branch).
-        let mut carries = 0u64;
-        for d in start..end {
-            let own = c.dest_service(d) == service;
-            let live = c.live(d);
-            let keep = if AGGREGATE { u64::MAX } else { mask64(own) };
-            let (sum, carry) = load.overflowing_add(overhead(&live) & keep);
-            load = sum;
-            carries = carries.wrapping_add(u64::from(carry));
-            let ok = mask(own & (live.weight > 0) & !live.overloaded);
-            eligible = (d & ok) | (eligible & !ok);
-        }
-        if carries != 0 {
-            load = u64::MAX;
-        }
-        if eligible != usize::MAX {
-            let cand = Pick {
-                load,
-                weight: u64::from(g.weight),
-                dest: eligible,
-                group: (start, end),
-            };
-            offer(&mut best, &mut host_ties, cand, rng);
-        }
+        };
+        let cand = Pick {
+            load: span_load::<AGGREGATE, C>(c, v, sp),
+            weight: u64::from(sp.weight),
+            dest,
+            span: i,
+        };
+        offer(&mut best, &mut ties, cand, rng);
     }
     if best.weight == 0 {
         return None;
     }
-
-    // Second pass: the chosen host's eligible destination of the service
-    // with the least overhead/weight. Should the counters have changed so
-    // that none is eligible any more, the first pass's find stands.
-    let mut vm = Pick::NONE;
-    let mut vm_ties = 0u32;
-    for d in best.group.0..best.group.1 {
-        if c.dest_service(d) != service {
-            continue;
-        }
-        if let Some(cand) = vm_pick(&c.live(d), d) {
-            offer(&mut vm, &mut vm_ties, cand, rng);
-        }
-    }
-    Some(if vm.weight != 0 { vm.dest } else { best.dest })
+    let Some(sp) = v.spans.get(best.span) else {
+        // An implicit host: its destination.
+        return Some(best.dest);
+    };
+    // Should the counters have changed so that none is eligible any more,
+    // the first pass's find stands.
+    Some(least_vm(c, own(v, sp), rng).unwrap_or(best.dest))
 }

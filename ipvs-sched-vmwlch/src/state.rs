@@ -22,7 +22,7 @@ use kernel::alloc::AllocError;
 use kernel::prelude::*;
 
 use crate::ffi::{self, IpVsDest, IpVsService, RcuHead};
-use crate::select::{Cluster, HostGroup, Live, Scope};
+use crate::select::{Cluster, Live, Scope, Span, View};
 use crate::uapi::*;
 
 /// A real-server address: family and 16 bytes (IPv4 in the first 4).
@@ -101,46 +101,76 @@ struct Svc {
     dests: KVec<Dest>,
 }
 
-/// A destination in a snapshot: 16 bytes, so a scan touches few cache lines.
+/// A destination in a snapshot: the IPVS destination it stands for.
 #[derive(Clone, Copy)]
-struct SnapDest {
-    dest: *mut IpVsDest,
-    svc: usize,
-}
+struct SnapDest(*mut IpVsDest);
 
 impl SnapDest {
     /// A field of the destination, at an offset from [`ffi::layout`].
     ///
     /// # Safety
     ///
-    /// `self.dest` is live (see [`Snapshot::live`]) and `off` is the offset
-    /// of a 4-byte field of `struct ip_vs_dest` accessed atomically or with
-    /// READ_ONCE by the kernel.
+    /// The destination is live (see [`Snapshot::live`]) and `off` is the
+    /// offset of a 4-byte field of `struct ip_vs_dest` accessed atomically or
+    /// with READ_ONCE by the kernel.
     #[inline(always)]
-    unsafe fn field(&self, off: usize) -> &AtomicI32 {
+    unsafe fn field(&self, off: usize) -> i32 {
         // SAFETY: per the contract the address is that of a live, aligned
         // 4-byte field, which `AtomicI32` may view (atomic_t is an int;
         // relaxed loads are what atomic_read()/READ_ONCE() do).
-        unsafe { &*self.dest.cast::<u8>().add(off).cast::<AtomicI32>() }
+        unsafe { &*self.0.cast::<u8>().add(off).cast::<AtomicI32>() }.load(Ordering::Relaxed)
     }
 }
 
-/// An immutable view for `schedule()`: every tracked destination grouped by
-/// host (an unmapped destination is a group of its own).
+/// Where one service's view lies in a snapshot's tables.
+#[derive(Clone, Copy)]
+struct SvcView {
+    /// The service (`struct ip_vs_service *` as an integer: the core's key).
+    svc: usize,
+    /// Its spans: a range of [`Snapshot::spans`].
+    spans: (u32, u32),
+    /// Its members on mapped hosts, then its unmapped destinations: ranges
+    /// of [`Snapshot::members`].
+    members: (u32, u32),
+    /// See `members`.
+    solo: (u32, u32),
+}
+
+/// An immutable view for `schedule()`: every tracked destination, grouped
+/// by host and within a host by service, and per service the hosts it may
+/// use.
 #[repr(C)]
 pub(crate) struct Snapshot {
     /// Must stay the first field: the RCU callback gets its address.
     rcu: RcuHead,
-    groups: KVec<HostGroup>,
     dests: KVec<SnapDest>,
+    spans: KVec<Span>,
+    members: KVec<u32>,
+    /// Sorted by `svc`.
+    views: KVec<SvcView>,
+}
+
+/// `table[start..end]`, or empty if the range is not within it.
+fn sub<T>(table: &[T], r: (u32, u32)) -> &[T] {
+    table.get(r.0 as usize..r.1 as usize).unwrap_or(&[])
 }
 
 // The scheduling loop calls these per destination: always inline (the test
 // kernels, like tinyconfig, optimise for size and would not).
 impl Cluster for Snapshot {
     #[inline(always)]
-    fn hosts(&self) -> &[HostGroup] {
-        &self.groups
+    fn view(&self, service: usize) -> View<'_> {
+        match self.views.binary_search_by_key(&service, |v| v.svc) {
+            Ok(i) => match self.views.get(i) {
+                Some(v) => View {
+                    spans: sub(&self.spans, v.spans),
+                    members: sub(&self.members, v.members),
+                    solo: sub(&self.members, v.solo),
+                },
+                None => View::EMPTY,
+            },
+            Err(_) => View::EMPTY,
+        }
     }
 
     #[inline(always)]
@@ -149,8 +179,13 @@ impl Cluster for Snapshot {
     }
 
     #[inline(always)]
-    fn dest_service(&self, dest: usize) -> usize {
-        self.dests.get(dest).map_or(0, |d| d.svc)
+    fn counts(&self, dest: usize) -> (i32, i32) {
+        let Some(d) = self.dests.get(dest) else {
+            return (0, 0);
+        };
+        use ffi::layout::*;
+        // SAFETY: as in `live`.
+        unsafe { (d.field(DEST_ACTIVECONNS), d.field(DEST_OVERHEAD_TERM)) }
     }
 
     #[inline(always)]
@@ -170,42 +205,52 @@ impl Cluster for Snapshot {
         // offsets are those of 4-byte atomic_t/unsigned int fields.
         unsafe {
             Live {
-                weight: d.field(DEST_WEIGHT).load(Ordering::Relaxed),
-                activeconns: d.field(DEST_ACTIVECONNS).load(Ordering::Relaxed),
+                weight: d.field(DEST_WEIGHT),
+                activeconns: d.field(DEST_ACTIVECONNS),
                 // The core's overhead is active*256 + this term: IPVS's own measure.
-                inactconns: d.field(DEST_OVERHEAD_TERM).load(Ordering::Relaxed),
-                overloaded: d.field(DEST_FLAGS).load(Ordering::Relaxed) as u32
-                    & ffi::IP_VS_DEST_F_OVERLOAD
-                    != 0,
+                inactconns: d.field(DEST_OVERHEAD_TERM),
+                overloaded: d.field(DEST_FLAGS) as u32 & ffi::IP_VS_DEST_F_OVERLOAD != 0,
             }
         }
     }
 }
 
-/// Random numbers for breaking ties within one decision: the first comes
-/// from the kernel's per-CPU generator, the rest from a 64-bit LCG seeded with
-/// it (high halves; Knuth's MMIX constants). A decision with many ties (an
-/// idle cluster: every destination ties) then costs one call, not one per tie.
-struct TieRandom(u64);
+/// Random numbers for breaking ties within one decision: SplitMix64 over a
+/// per-decision seed (the glue's per-CPU Weyl sequence), itself mixed first
+/// so that consecutive decisions' streams do not overlap. Only computed when
+/// a decision has a tie; a decision draws at most two numbers unless more
+/// than a few candidates tie.
+struct TieRandom {
+    seed: u64,
+    state: u64,
+}
 
 impl TieRandom {
+    /// The golden-ratio increment of SplitMix64.
+    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
     #[inline(always)]
-    fn new() -> Self {
-        Self(0)
+    fn new(seed: u64) -> Self {
+        Self { seed, state: 0 }
+    }
+
+    /// SplitMix64's output function.
+    #[inline(always)]
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
 
     #[inline(always)]
     fn next(&mut self) -> u32 {
-        if self.0 == 0 {
-            // 0 means unseeded; a later step that reaches 0 merely reseeds.
-            self.0 = (u64::from(ffi::random_u32()) << 32) | 1;
-            return (self.0 >> 32) as u32;
+        if self.state == 0 {
+            // First draw of the decision (a state that later reaches 0 merely
+            // restarts from the seed: harmless).
+            self.state = Self::mix(self.seed) | 1;
         }
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 32) as u32
+        self.state = self.state.wrapping_add(Self::GAMMA);
+        (Self::mix(self.state) >> 32) as u32
     }
 }
 
@@ -428,10 +473,21 @@ impl Inner {
         }
     }
 
+    /// Builds the snapshot of the current state.
+    ///
+    /// The destination table is sorted by host, then by service, so that a
+    /// host's destinations and its destinations of one service are each a
+    /// contiguous range. A service's view lists the hosts of positive weight
+    /// where it has a destination of positive weight (weights change only
+    /// through `upd_dest`, which rebuilds; the selection checks them live
+    /// anyway), and its unmapped destinations as implicit hosts.
     fn build(&self) -> Result<KBox<Snapshot>, AllocError> {
+        /// An unmapped address is a host of its own: keys above any index.
+        const IMPLICIT: u64 = 1 << 32;
         let (_, total) = self.counts();
-        let mut keyed: KVec<(u64, SnapDest)> = KVec::with_capacity(total, GFP_KERNEL)?;
-        let mut implicit: u64 = 1 << 32;
+        // (host key, service, destination, positive weight)
+        let mut keyed: KVec<(u64, usize, SnapDest, bool)> = KVec::with_capacity(total, GFP_KERNEL)?;
+        let mut implicit = IMPLICIT;
         for svc in self.svcs.iter().flatten() {
             for d in svc.dests.iter() {
                 let key = match self.host_of(&d.addr) {
@@ -441,39 +497,104 @@ impl Inner {
                         implicit
                     }
                 };
-                let sd = SnapDest {
-                    dest: d.dest,
-                    svc: svc.svc as usize,
-                };
-                keyed.push((key, sd), GFP_KERNEL)?;
+                // SAFETY: tracked destinations are live under the mutex.
+                let weighted = unsafe { ffi::dest_live(d.dest) }.weight > 0;
+                keyed.push(
+                    (key, svc.svc as usize, SnapDest(d.dest), weighted),
+                    GFP_KERNEL,
+                )?;
             }
         }
-        keyed.as_mut_slice().sort_unstable_by_key(|k| k.0);
+        keyed.as_mut_slice().sort_unstable_by_key(|k| (k.0, k.1));
 
-        let mut groups = KVec::new();
+        // One segment per (host, service): (service, key, host range, own range, weighted).
+        let mut segs: KVec<(usize, u64, (u32, u32), (u32, u32), bool)> = KVec::new();
         let mut dests = KVec::with_capacity(total, GFP_KERNEL)?;
         let mut i = 0;
-        while let Some(&(key, _)) = keyed.get(i) {
-            let start = i;
-            while let Some(&(k, d)) = keyed.get(i) {
-                if k != key {
-                    break;
-                }
-                dests.push(d, GFP_KERNEL)?;
-                i += 1;
+        while let Some(&(key, _, _, _)) = keyed.get(i) {
+            let host_start = i;
+            let mut end = i;
+            while keyed.get(end).is_some_and(|k| k.0 == key) {
+                end += 1;
             }
-            let is_implicit = key >= 1 << 32;
-            let weight = if is_implicit {
-                0
-            } else {
-                self.hosts.get(key as usize).map_or(0, |h| h.weight)
-            };
-            groups.push(
-                HostGroup {
-                    weight,
-                    implicit: is_implicit,
-                    start: start as u32,
-                    len: (i - start) as u32,
+            while i < end {
+                let Some(&(_, svc, _, _)) = keyed.get(i) else {
+                    break;
+                };
+                let own_start = i;
+                let mut weighted = false;
+                while let Some(&(_, s, d, w)) = keyed.get(i) {
+                    if i >= end || s != svc {
+                        break;
+                    }
+                    dests.push(d, GFP_KERNEL)?;
+                    weighted |= w;
+                    i += 1;
+                }
+                segs.push(
+                    (
+                        svc,
+                        key,
+                        (host_start as u32, end as u32),
+                        (own_start as u32, i as u32),
+                        weighted,
+                    ),
+                    GFP_KERNEL,
+                )?;
+            }
+        }
+        // By service, hosts in table order within a service.
+        segs.as_mut_slice().sort_unstable_by_key(|g| (g.0, g.2 .0));
+
+        let mut spans = KVec::new();
+        let mut members = KVec::with_capacity(total, GFP_KERNEL)?;
+        let mut views: KVec<SvcView> = KVec::new();
+        let mut j = 0;
+        while let Some(&(svc, ..)) = segs.get(j) {
+            let first = j;
+            while segs.get(j).is_some_and(|g| g.0 == svc) {
+                j += 1;
+            }
+            let (span_start, member_start) = (spans.len() as u32, members.len() as u32);
+            for &(_, key, host, own, weighted) in segs.get(first..j).unwrap_or(&[]) {
+                let weight = if key >= IMPLICIT {
+                    0
+                } else {
+                    self.hosts.get(key as usize).map_or(0, |h| h.weight)
+                };
+                if key >= IMPLICIT || weight == 0 || !weighted {
+                    continue;
+                }
+                // Own ranges are relative to the view's member list.
+                let m = members.len() as u32 - member_start;
+                for d in own.0..own.1 {
+                    members.push(d, GFP_KERNEL)?;
+                }
+                spans.push(
+                    Span {
+                        weight,
+                        start: host.0,
+                        end: host.1,
+                        own_start: m,
+                        own_end: members.len() as u32 - member_start,
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            let solo_start = members.len() as u32;
+            for &(_, key, _, own, _) in segs.get(first..j).unwrap_or(&[]) {
+                if key >= IMPLICIT {
+                    for d in own.0..own.1 {
+                        members.push(d, GFP_KERNEL)?;
+                    }
+                }
+            }
+            views.push(
+                SvcView {
+                    svc,
+                    spans: (span_start, spans.len() as u32),
+                    members: (member_start, solo_start),
+                    solo: (solo_start, members.len() as u32),
                 },
                 GFP_KERNEL,
             )?;
@@ -481,8 +602,10 @@ impl Inner {
         KBox::new(
             Snapshot {
                 rcu: RcuHead::new(),
-                groups,
                 dests,
+                spans,
+                members,
+                views,
             },
             GFP_KERNEL,
         )
@@ -547,16 +670,16 @@ impl NetState {
     /// Picks a destination for a new connection to `svc`.
     ///
     /// Runs under `rcu_read_lock()`, possibly in softirq: no sleeping, no allocation.
-    pub(crate) fn schedule(&self, svc: *mut IpVsService, scope: Scope) -> *mut IpVsDest {
+    pub(crate) fn schedule(&self, svc: *mut IpVsService, scope: Scope, seed: u64) -> *mut IpVsDest {
         // Acquire pairs with the Release in `publish` (rcu_dereference).
         let p = self.snap.load(Ordering::Acquire);
         // SAFETY: a published snapshot stays allocated until a grace period
         // after it is unpublished, and we are inside an RCU read-side section.
         let chosen = unsafe { p.as_ref() }.and_then(|snap| {
-            let mut ties = TieRandom::new();
+            let mut ties = TieRandom::new(seed);
             crate::select::select(snap, svc as usize, scope, &mut || ties.next())
                 .and_then(|i| snap.dests.get(i))
-                .map(|d| d.dest)
+                .map(|d| d.0)
         });
         // The glue counts decisions per CPU.
         chosen.unwrap_or(core::ptr::null_mut())

@@ -188,6 +188,24 @@ unsafe extern "C" fn vmwlch_rs_del_dest(
     st.rebuild(inner);
 }
 
+/// `upd_dest`: a destination's weight or flags were edited.
+///
+/// # Safety
+///
+/// As for [`vmwlch_rs_init_service`].
+#[no_mangle]
+unsafe extern "C" fn vmwlch_rs_upd_dest(
+    st: *mut c_void,
+    _svc: *mut IpVsService,
+    _dest: *mut IpVsDest,
+) {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    st.rebuild(inner);
+}
+
 /// `schedule`: pick a destination (NULL if none is eligible).
 ///
 /// # Safety
@@ -199,9 +217,10 @@ unsafe extern "C" fn vmwlch_rs_schedule(
     st: *mut c_void,
     svc: *mut IpVsService,
     kind: c_int,
+    seed: u64,
 ) -> *mut IpVsDest {
     // SAFETY: per the contract.
-    unsafe { state(st) }.schedule(svc, scope(kind))
+    unsafe { state(st) }.schedule(svc, scope(kind), seed)
 }
 
 /// RCU callback freeing a retired snapshot.

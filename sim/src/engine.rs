@@ -24,11 +24,9 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 
-use vmwlch_core::HostGroup;
-
 use crate::model::{Config, HostSpec, VmSpec};
 use crate::rng::Rng;
-use crate::sched::{choose, host_groups, DestState, SENSOR, WEB};
+use crate::sched::{choose, DestState, Topology, SENSOR, WEB};
 
 /// A time or tag, totally ordered.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -202,7 +200,7 @@ pub struct Sim {
     hosts: Vec<Host>,
     vms: Vec<Vm>,
     dests: Vec<DestState>,
-    groups: Vec<HostGroup>,
+    topology: Topology,
     lingers: VecDeque<(f64, usize)>,
     /// Sensor readings: (time, nominal time, sensor).
     sensors: BinaryHeap<Reverse<(T, T, u32)>>,
@@ -259,7 +257,7 @@ impl Sim {
                 rate: 0.0,
             })
             .collect();
-        let dests = cfg
+        let dests: Vec<DestState> = cfg
             .vms
             .iter()
             .map(|v| DestState {
@@ -271,7 +269,7 @@ impl Sim {
             .collect();
         let vm_host: Vec<usize> = cfg.vms.iter().map(|v| v.host).collect();
         let weights: Vec<u32> = cfg.hosts.iter().map(|h| h.weight).collect();
-        let groups = host_groups(cfg.policy, &vm_host, &weights);
+        let topology = Topology::new(cfg.policy, &vm_host, &weights, &dests);
         let mut sensors = BinaryHeap::new();
         if let Some(s) = &cfg.sensor {
             for i in 0..s.count {
@@ -311,7 +309,7 @@ impl Sim {
             hosts,
             vms,
             dests,
-            groups,
+            topology,
             lingers: VecDeque::new(),
             sensors,
             web,
@@ -433,7 +431,7 @@ impl Sim {
         let mut tie = || self.rng_sched.next_u32();
         let Some(d) = choose(
             self.cfg.policy,
-            &self.groups,
+            &self.topology,
             &self.dests,
             service,
             &mut tie,

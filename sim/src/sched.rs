@@ -14,7 +14,7 @@
 //!   the *first* least-loaded destination on ties; used to check that the
 //!   implicit-host wiring is WLC and to show the effect of tie-breaking.
 
-use vmwlch_core::{overhead, select, Cluster, HostGroup, Live, Scope};
+use vmwlch_core::{overhead, select, Cluster, Live, Scope, Span, View};
 
 /// Service keys (the `service` argument of [`select`]).
 pub const SENSOR: usize = 0;
@@ -122,53 +122,111 @@ impl DestState {
     }
 }
 
-/// Host groups for a policy. `vm_host[d]` is the host of destination `d`;
-/// destinations must be ordered by host (contiguous groups).
-#[must_use]
-pub fn host_groups(policy: Policy, vm_host: &[usize], host_weights: &[u32]) -> Vec<HostGroup> {
-    if !policy.uses_host_map() {
-        return (0..vm_host.len())
-            .map(|d| HostGroup {
-                weight: 0,
-                implicit: true,
-                start: d as u32,
-                len: 1,
-            })
-            .collect();
-    }
-    host_weights
-        .iter()
-        .enumerate()
-        .map(|(h, &w)| {
-            let start = vm_host.iter().position(|&x| x == h).unwrap_or(0);
-            let len = vm_host.iter().filter(|&&x| x == h).count();
-            HostGroup {
-                weight: w,
-                implicit: false,
-                start: start as u32,
-                len: len as u32,
+/// One service's view of the hosts, owned (see [`View`]).
+#[derive(Clone, Default)]
+struct Owned {
+    spans: Vec<Span>,
+    members: Vec<u32>,
+    solo: Vec<u32>,
+}
+
+/// Every service's view of the hosts under a policy.
+#[derive(Clone, Default)]
+pub struct Topology {
+    views: Vec<(usize, Owned)>,
+}
+
+impl Topology {
+    /// Builds the views. `vm_host[d]` is the host of destination `d`, whose
+    /// service is `dests[d].service`; destinations must be ordered by host
+    /// (contiguous). Without the host map every VM is a host of its own.
+    #[must_use]
+    pub fn new(
+        policy: Policy,
+        vm_host: &[usize],
+        host_weights: &[u32],
+        dests: &[DestState],
+    ) -> Self {
+        let mut t = Self::default();
+        if !policy.uses_host_map() {
+            for (d, x) in dests.iter().enumerate() {
+                t.owned(x.service).solo.push(d as u32);
             }
-        })
-        .collect()
+            return t;
+        }
+        for (h, &w) in host_weights.iter().enumerate() {
+            let on: Vec<usize> = (0..vm_host.len().min(dests.len()))
+                .filter(|&d| vm_host[d] == h)
+                .collect();
+            let (Some(&first), Some(&last)) = (on.first(), on.last()) else {
+                continue;
+            };
+            let mut services: Vec<usize> = on.iter().map(|&d| dests[d].service).collect();
+            services.sort_unstable();
+            services.dedup();
+            for svc in services {
+                let v = t.owned(svc);
+                let own_start = v.members.len() as u32;
+                v.members.extend(
+                    on.iter()
+                        .filter(|&&d| dests[d].service == svc)
+                        .map(|&d| d as u32),
+                );
+                v.spans.push(Span {
+                    weight: w,
+                    start: first as u32,
+                    end: last as u32 + 1,
+                    own_start,
+                    own_end: v.members.len() as u32,
+                });
+            }
+        }
+        t
+    }
+
+    /// The view of `service` being built.
+    fn owned(&mut self, service: usize) -> &mut Owned {
+        let i = match self.views.iter().position(|(s, _)| *s == service) {
+            Some(i) => i,
+            None => {
+                self.views.push((service, Owned::default()));
+                self.views.len() - 1
+            }
+        };
+        &mut self.views[i].1
+    }
+
+    /// The view of `service`.
+    fn view(&self, service: usize) -> View<'_> {
+        match self.views.iter().find(|(s, _)| *s == service) {
+            Some((_, v)) => View {
+                spans: &v.spans,
+                members: &v.members,
+                solo: &v.solo,
+            },
+            None => View::EMPTY,
+        }
+    }
 }
 
 /// A [`Cluster`] over the simulator's destination table.
-pub struct View<'a> {
-    /// Host groups (see [`host_groups`]).
-    pub groups: &'a [HostGroup],
+struct Table<'a> {
+    topology: &'a Topology,
     /// Destinations, ordered by host.
-    pub dests: &'a [DestState],
+    dests: &'a [DestState],
 }
 
-impl Cluster for View<'_> {
-    fn hosts(&self) -> &[HostGroup] {
-        self.groups
+impl Cluster for Table<'_> {
+    fn view(&self, service: usize) -> View<'_> {
+        self.topology.view(service)
     }
     fn dest_count(&self) -> usize {
         self.dests.len()
     }
-    fn dest_service(&self, dest: usize) -> usize {
-        self.dests.get(dest).map_or(usize::MAX, |d| d.service)
+    fn counts(&self, dest: usize) -> (i32, i32) {
+        self.dests
+            .get(dest)
+            .map_or((0, 0), |d| (d.active, d.inactive))
     }
     fn live(&self, dest: usize) -> Live {
         self.dests.get(dest).map_or(
@@ -207,13 +265,13 @@ pub fn wlc_ipvs(dests: &[DestState], service: usize) -> Option<usize> {
 /// Chooses the destination for a new connection to `service` under `policy`.
 pub fn choose<R: FnMut() -> u32>(
     policy: Policy,
-    groups: &[HostGroup],
+    topology: &Topology,
     dests: &[DestState],
     service: usize,
     rng: &mut R,
 ) -> Option<usize> {
     match policy.scope(service) {
-        Some(scope) => select(&View { groups, dests }, service, scope, rng),
+        Some(scope) => select(&Table { topology, dests }, service, scope, rng),
         None => wlc_ipvs(dests, service),
     }
 }
@@ -270,22 +328,36 @@ mod tests {
     }
 
     #[test]
-    fn host_groups_shape() {
+    fn topology_shape() {
         let vm_host = [0, 0, 0, 1, 2, 2];
-        let g = host_groups(Policy::Vmwlch, &vm_host, &[32, 31, 0]);
-        assert_eq!(g.len(), 3);
-        assert_eq!(
-            (g[0].start, g[0].len, g[0].weight, g[0].implicit),
-            (0, 3, 32, false)
-        );
-        assert_eq!((g[1].start, g[1].len, g[1].weight), (3, 1, 31));
-        assert_eq!((g[2].start, g[2].len, g[2].weight), (4, 2, 0));
-        let g = host_groups(Policy::Wlc, &vm_host, &[32, 31, 0]);
-        assert_eq!(g.len(), 6);
-        assert!(g
+        let dests = [
+            d(SENSOR, 0, 0),
+            d(WEB, 0, 0),
+            d(SENSOR, 0, 0),
+            d(WEB, 0, 0),
+            d(SENSOR, 0, 0),
+            d(SENSOR, 0, 0),
+        ];
+        let t = Topology::new(Policy::Vmwlch, &vm_host, &[32, 31, 0], &dests);
+        let v = t.view(SENSOR);
+        let spans: Vec<_> = v
+            .spans
             .iter()
-            .enumerate()
-            .all(|(i, h)| h.implicit && h.start == i as u32 && h.len == 1));
+            .map(|s| {
+                let own = &v.members[s.own_start as usize..s.own_end as usize];
+                (s.weight, s.start, s.end, own.to_vec())
+            })
+            .collect();
+        assert_eq!(spans, [(32, 0, 3, vec![0u32, 2]), (0, 4, 6, vec![4, 5])]);
+        assert!(v.solo.is_empty());
+        let v = t.view(WEB);
+        assert_eq!(v.spans.len(), 2);
+        assert_eq!(v.members, [1, 3]);
+        assert!(t.view(99).spans.is_empty());
+        let t = Topology::new(Policy::Wlc, &vm_host, &[32, 31, 0], &dests);
+        assert!(t.view(SENSOR).spans.is_empty());
+        assert_eq!(t.view(SENSOR).solo, [0, 2, 4, 5]);
+        assert_eq!(t.view(WEB).solo, [1, 3]);
     }
 
     /// The three schedulers decide differently on the motivating case, each
@@ -295,7 +367,7 @@ mod tests {
         let (vm_host, dests) = two_hosts();
         let w = [1, 1];
         let pick = |p: Policy, s: usize| {
-            let g = host_groups(p, &vm_host, &w);
+            let g = Topology::new(p, &vm_host, &w, &dests);
             choose(p, &g, &dests, s, &mut || 0)
         };
         // Sensor: WLC and VMWLC look at sensor VMs only -> the light one (0);
@@ -324,16 +396,16 @@ mod tests {
         // Host 0: two sensor VMs with 2 connections each; host 1: one with 3.
         let vm_host = vec![0, 0, 1];
         let dests = vec![d(SENSOR, 2, 0), d(SENSOR, 2, 0), d(SENSOR, 3, 0)];
-        let g = host_groups(Policy::Wlc, &vm_host, &[1, 1]);
+        let g = Topology::new(Policy::Wlc, &vm_host, &[1, 1], &dests);
         let wlc = choose(Policy::Wlc, &g, &dests, SENSOR, &mut || 0);
         assert!(matches!(wlc, Some(0) | Some(1)));
-        let g = host_groups(Policy::Vmwlc, &vm_host, &[1, 1]);
+        let g = Topology::new(Policy::Vmwlc, &vm_host, &[1, 1], &dests);
         assert_eq!(
             choose(Policy::Vmwlc, &g, &dests, SENSOR, &mut || 0),
             Some(2)
         );
         // Host weights: host 0 twice as strong -> 4/2 < 3/1.
-        let g = host_groups(Policy::Vmwlc, &vm_host, &[2, 1]);
+        let g = Topology::new(Policy::Vmwlc, &vm_host, &[2, 1], &dests);
         assert!(matches!(
             choose(Policy::Vmwlc, &g, &dests, SENSOR, &mut || 0),
             Some(0) | Some(1)
@@ -358,7 +430,7 @@ mod tests {
                 })
                 .collect();
             let vm_host: Vec<usize> = (0..n).collect();
-            let g = host_groups(Policy::Wlc, &vm_host, &[]);
+            let g = Topology::new(Policy::Wlc, &vm_host, &[], &dests);
             let mut snap = Snapshot::new();
             for x in &dests {
                 snap.add_implicit(x.service, x.live());
@@ -416,7 +488,7 @@ mod tests {
                 snap.add_host(w, &members);
             }
             for p in [Policy::Vmwlc, Policy::Vmwlch] {
-                let g = host_groups(p, &vm_host, &weights);
+                let g = Topology::new(p, &vm_host, &weights, &dests);
                 for svc in [SENSOR, WEB] {
                     let scope = p.scope(svc).unwrap_or(Scope::Service);
                     let allowed = oracle::allowed(&snap, svc, scope);

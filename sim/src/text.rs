@@ -53,7 +53,8 @@ so three placements are simulated (below). What the simulation shows:
   equal aggregate loads; with the web VMs confined to hosts 1-3 the web decisions cannot move load
   to hosts 4-5 at all. The benefit comes from making the service whose VMs are everywhere (the
   sensors) host-aware: run `vmwlch` on every service. The study's concern that VMWLC/H costs more
-  computation does not apply to this implementation (one pass over the host groups).
+  computation does not apply to this implementation (one pass over the hosts, then one over the
+  chosen host's VMs of the service).
 ";
 
 /// The model.

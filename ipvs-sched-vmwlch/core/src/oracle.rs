@@ -5,11 +5,33 @@
 //! sums, no saturation), and returns *all* destinations that an optimal
 //! (host, destination) choice may yield. Used by the property tests, the
 //! simulator and the VM test tool.
+//!
+//! [`Snapshot`] is also a [`Cluster`]: host groups over a destination table,
+//! from which it derives each service's [`View`] the plain way (every host
+//! group with a destination of the service, whatever the weights).
 
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
 use std::vec;
 use std::vec::Vec;
 
-use crate::{Cluster, HostGroup, Live, Scope};
+use crate::{Cluster, Live, Scope, Span, View};
+
+/// A host group: the destinations `[start, start + len)` of the table
+/// belong to it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct HostGroup {
+    /// Host weight `W(h)`; 0 drains the host. Ignored for implicit hosts.
+    pub weight: u32,
+    /// An address the map does not know: each destination of the group is
+    /// a host of its own, whose weight is that destination's live weight.
+    pub implicit: bool,
+    /// Index of the group's first destination in the destination table.
+    pub start: u32,
+    /// Number of destinations in the group; the part of the range beyond the
+    /// destination table is ignored.
+    pub len: u32,
+}
 
 /// A destination of a [`Snapshot`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -20,13 +42,37 @@ pub struct Dest {
     pub live: Live,
 }
 
+/// A service's view, owned.
+#[derive(Clone, Default, Debug)]
+struct Owned {
+    spans: Vec<Span>,
+    members: Vec<u32>,
+    solo: Vec<u32>,
+}
+
 /// A plain in-memory snapshot: host groups over a destination table.
+///
+/// The destinations' counters, weights and flags may be changed in place;
+/// their services and the groups only through the methods (the views are
+/// derived from them once).
 #[derive(Clone, Default, Debug)]
 pub struct Snapshot {
     /// Host groups, in scan order.
-    pub hosts: Vec<HostGroup>,
+    hosts: Vec<HostGroup>,
     /// The destination table.
     pub dests: Vec<Dest>,
+    /// Views by service, derived on first use.
+    views: OnceCell<BTreeMap<usize, Owned>>,
+}
+
+impl core::fmt::Debug for Span {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Span(W={}, [{}..{}], own {}..{})",
+            self.weight, self.start, self.end, self.own_start, self.own_end
+        )
+    }
 }
 
 impl core::fmt::Debug for Live {
@@ -86,7 +132,7 @@ impl Snapshot {
         let start = self.dests.len();
         self.dests
             .extend(dests.iter().map(|&(service, live)| Dest { service, live }));
-        self.hosts.push(HostGroup {
+        self.add_group(HostGroup {
             weight,
             implicit: false,
             start: u32::try_from(start).expect("too many destinations"),
@@ -95,12 +141,83 @@ impl Snapshot {
         (start..self.dests.len()).collect()
     }
 
+    /// Appends a host group as it is (its range may be anything).
+    pub fn add_group(&mut self, g: HostGroup) {
+        self.hosts.push(g);
+        self.views.take();
+    }
+
+    /// Appends destinations that no group lists yet; returns the index of
+    /// the first.
+    pub fn add_dests(&mut self, dests: &[Dest]) -> usize {
+        let start = self.dests.len();
+        self.dests.extend_from_slice(dests);
+        self.views.take();
+        start
+    }
+
+    /// The host groups.
+    pub fn hosts(&self) -> &[HostGroup] {
+        &self.hosts
+    }
+
+    /// Rotates the group order left by `n`.
+    pub fn rotate_hosts(&mut self, n: usize) {
+        if !self.hosts.is_empty() {
+            let len = self.hosts.len();
+            self.hosts.rotate_left(n % len);
+            self.views.take();
+        }
+    }
+
+    /// Each service's view: for every non-implicit group (in order) with a
+    /// destination of the service, a span over the group's in-table range
+    /// listing those destinations; each destination of the service in an
+    /// implicit group as an implicit host.
+    fn derive(&self) -> BTreeMap<usize, Owned> {
+        let mut views: BTreeMap<usize, Owned> = BTreeMap::new();
+        for g in &self.hosts {
+            let m = members(g, self.dests.len());
+            if g.implicit {
+                for d in m {
+                    let v = views.entry(self.dests[d].service).or_default();
+                    v.solo.push(d as u32);
+                }
+                continue;
+            }
+            let (start, end) = match (m.first(), m.last()) {
+                (Some(&a), Some(&b)) => (a as u32, b as u32 + 1),
+                _ => continue,
+            };
+            let mut services: Vec<usize> = m.iter().map(|&d| self.dests[d].service).collect();
+            services.sort_unstable();
+            services.dedup();
+            for svc in services {
+                let v = views.entry(svc).or_default();
+                let own_start = v.members.len() as u32;
+                v.members.extend(
+                    m.iter()
+                        .filter(|&&d| self.dests[d].service == svc)
+                        .map(|&d| d as u32),
+                );
+                v.spans.push(Span {
+                    weight: g.weight,
+                    start,
+                    end,
+                    own_start,
+                    own_end: v.members.len() as u32,
+                });
+            }
+        }
+        views
+    }
+
     /// Appends an implicit host (an unmapped address) with one destination;
     /// returns its index.
     pub fn add_implicit(&mut self, service: usize, live: Live) -> usize {
         let start = self.dests.len();
         self.dests.push(Dest { service, live });
-        self.hosts.push(HostGroup {
+        self.add_group(HostGroup {
             weight: 0,
             implicit: true,
             start: u32::try_from(start).expect("too many destinations"),
@@ -111,14 +228,22 @@ impl Snapshot {
 }
 
 impl Cluster for Snapshot {
-    fn hosts(&self) -> &[HostGroup] {
-        &self.hosts
+    fn view(&self, service: usize) -> View<'_> {
+        match self.views.get_or_init(|| self.derive()).get(&service) {
+            Some(v) => View {
+                spans: &v.spans,
+                members: &v.members,
+                solo: &v.solo,
+            },
+            None => View::EMPTY,
+        }
     }
     fn dest_count(&self) -> usize {
         self.dests.len()
     }
-    fn dest_service(&self, dest: usize) -> usize {
-        self.dests[dest].service
+    fn counts(&self, dest: usize) -> (i32, i32) {
+        let l = self.dests[dest].live;
+        (l.activeconns, l.inactconns)
     }
     fn live(&self, dest: usize) -> Live {
         self.dests[dest].live
@@ -134,9 +259,15 @@ fn nonneg(x: i32) -> u128 {
     }
 }
 
-/// Overhead computed independently: `activeconns * 256 + inactconns`.
+/// `activeconns * 256 + inactconns`, exact.
+fn raw(l: &Live) -> i128 {
+    l.activeconns as i128 * 256 + l.inactconns as i128
+}
+
+/// Overhead computed independently: `activeconns * 256 + inactconns`, or 0
+/// if negative.
 fn ovh(l: &Live) -> u128 {
-    nonneg(l.activeconns) * 256 + nonneg(l.inactconns)
+    raw(l).max(0) as u128
 }
 
 /// Whether `d` is eligible for `service`, its host's weight aside.
@@ -205,16 +336,19 @@ pub fn allowed(s: &Snapshot, service: usize, scope: Scope) -> Vec<usize> {
         if eligible.is_empty() {
             continue;
         }
-        let mut load = 0u128;
+        // The counters summed, then clamped at 0 (a negative counter is a
+        // kernel bug; this is what the selection defines for it).
+        let mut sum = 0i128;
         for &d in &h.members {
             let counts = match scope {
                 Scope::Aggregate => true,
                 Scope::Service => s.dests[d].service == service,
             };
             if counts {
-                load += ovh(&s.dests[d].live);
+                sum += raw(&s.dests[d].live);
             }
         }
+        let load = sum.max(0) as u128;
         // Destinations d with o(d)/w(d) <= o(e)/w(e) for every eligible e.
         let ratio = |d: usize| (ovh(&s.dests[d].live), nonneg(s.dests[d].live.weight));
         let best: Vec<usize> = eligible

@@ -3,8 +3,8 @@
 mod common;
 
 use common::{act, XorShift, SCOPES, SVC_A, SVC_B};
-use vmwlch_core::oracle::{allowed, live, Snapshot};
-use vmwlch_core::{host_load, overhead, select, Cluster, HostGroup, Live, Scope};
+use vmwlch_core::oracle::{allowed, live, HostGroup, Snapshot};
+use vmwlch_core::{load, overhead, select, Cluster, Live, Scope, Span, View};
 
 fn max_live() -> Live {
     live(i32::MAX, i32::MAX, i32::MAX)
@@ -26,12 +26,33 @@ fn agree(s: &Snapshot, service: usize) {
 #[test]
 fn overhead_clamps_and_never_overflows() {
     assert_eq!(overhead(&live(1, -5, -5)), 0);
-    assert_eq!(overhead(&live(1, i32::MIN, 3)), 3);
+    assert_eq!(overhead(&live(1, i32::MIN, 3)), 0);
+    assert_eq!(overhead(&live(1, -1, 300)), 44);
     assert_eq!(overhead(&live(1, 2, 3)), 515);
+    assert_eq!(overhead(&live(1, 0, i32::MIN)), 0);
     assert_eq!(
         overhead(&max_live()),
         (i32::MAX as u64) * 256 + i32::MAX as u64
     );
+    assert_eq!(overhead(&live(1, i32::MIN, i32::MIN)), 0);
+}
+
+#[test]
+fn load_is_exact_then_saturates() {
+    assert_eq!(load(0, 0), 0);
+    assert_eq!(load(2, 3), 515);
+    assert_eq!(load(-1, 300), 44);
+    assert_eq!(load(1, -300), 0);
+    // The fast path's edge: 2^55 - 1 is exact, 2^55 takes the other path.
+    let e = (1i64 << 55) - 1;
+    assert_eq!(load(e, e), ((e as u64) << 8) + e as u64);
+    assert_eq!(load(e + 1, 0), i64::MAX as u64);
+    assert_eq!(load(0, e + 1), 1u64 << 55);
+    // Beyond: saturates, never wraps.
+    assert_eq!(load(i64::MAX, i64::MAX), i64::MAX as u64);
+    assert_eq!(load(i64::MAX, i64::MIN), 0);
+    assert_eq!(load(i64::MIN, i64::MAX), 0);
+    assert_eq!(load(i64::MIN, i64::MIN), 0);
 }
 
 #[test]
@@ -42,13 +63,13 @@ fn empty_inputs() {
     }
     // Groups but no destinations; groups of length 0; a drained host.
     let mut s = Snapshot::new();
-    s.hosts.push(HostGroup {
+    s.add_group(HostGroup {
         weight: 1,
         implicit: false,
         start: 0,
         len: 0,
     });
-    s.hosts.push(HostGroup {
+    s.add_group(HostGroup {
         weight: 5,
         implicit: true,
         start: 3,
@@ -74,7 +95,7 @@ fn ranges_beyond_the_table_are_clamped() {
         (0, u32::MAX),
     ] {
         for implicit in [false, true] {
-            s.hosts.push(HostGroup {
+            s.add_group(HostGroup {
                 weight: u32::MAX,
                 implicit,
                 start,
@@ -155,19 +176,25 @@ fn thousands_of_destinations() {
 
 /// A cluster whose destinations are synthesised on the fly, too many to store.
 struct Huge {
-    hosts: Vec<HostGroup>,
+    spans: Vec<Span>,
+    members: Vec<u32>,
     count: usize,
 }
 
 impl Cluster for Huge {
-    fn hosts(&self) -> &[HostGroup] {
-        &self.hosts
+    fn view(&self, _service: usize) -> View<'_> {
+        View {
+            spans: &self.spans,
+            members: &self.members,
+            solo: &[],
+        }
     }
     fn dest_count(&self) -> usize {
         self.count
     }
-    fn dest_service(&self, _dest: usize) -> usize {
-        SVC_A
+    fn counts(&self, dest: usize) -> (i32, i32) {
+        let l = self.live(dest);
+        (l.activeconns, l.inactconns)
     }
     fn live(&self, dest: usize) -> Live {
         if dest == 0 {
@@ -183,24 +210,30 @@ fn host_load_saturates_instead_of_overflowing() {
     // 2^25 destinations at ~2^39 each: the sum exceeds 2^64 and saturates.
     let n = (1usize << 25) + 2;
     let c = Huge {
-        hosts: vec![
-            HostGroup {
+        spans: vec![
+            Span {
                 weight: 1,
-                implicit: false,
                 start: 1,
-                len: u32::MAX,
+                end: u32::MAX,
+                own_start: 1,
+                own_end: 2,
             },
-            HostGroup {
+            Span {
                 weight: 2,
-                implicit: false,
                 start: 0,
-                len: u32::MAX,
+                end: u32::MAX,
+                own_start: 0,
+                own_end: 2,
             },
         ],
+        members: vec![0, 1],
         count: n,
     };
-    assert_eq!(host_load(&c, &c.hosts[0]), u64::MAX);
     // Both hosts saturate at u64::MAX: the one of weight 2 has the lower
     // ratio, and its best destination is dest 0.
     assert_eq!(select(&c, SVC_A, Scope::Aggregate, &mut || 0), Some(0));
+    assert_eq!(
+        load(i64::from(i32::MAX) << 25, i64::from(i32::MAX) << 25),
+        u64::MAX >> 1
+    );
 }

@@ -86,11 +86,15 @@ fn nothing_that_panics_or_is_unsafe() {
     ] {
         assert!(!code.contains(bad), "select.rs contains {bad:?}");
     }
-    // Besides attributes, the only `[` is the slice type `&[HostGroup]`:
-    // no indexing or slicing.
+    // Besides attributes, the only `[` are slice and array types and
+    // values (`&[Span]`, `&'a [u32]`, `&[]`, `ids: [usize; N]`): no
+    // indexing or slicing, which is always written `x[`.
     for (i, _) in code.match_indices('[') {
         assert!(
-            code[..i].ends_with('&') || code[..i].ends_with('#'),
+            code[..i].ends_with('&')
+                || code[..i].ends_with("&'a ")
+                || code[..i].ends_with(": ")
+                || code[..i].ends_with('#'),
             "indexing at byte {i}: {}",
             &code[i..i + 20]
         );

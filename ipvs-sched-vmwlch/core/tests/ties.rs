@@ -114,8 +114,13 @@ fn not_always_the_first() {
         assert!(d == a[0] || d == b[0]);
     }
     assert_eq!(seen, [true, true]);
-    // A tie-break source that says "take the newcomer" picks the last.
-    assert_eq!(select(&s, SVC_A, Scope::Service, &mut || 0), Some(b[0]));
+    // The draw picks among the tied in scan order: 0 gives the first, the
+    // largest value the last.
+    assert_eq!(select(&s, SVC_A, Scope::Service, &mut || 0), Some(a[0]));
+    assert_eq!(
+        select(&s, SVC_A, Scope::Service, &mut || u32::MAX),
+        Some(b[0])
+    );
 }
 
 #[test]
@@ -154,7 +159,7 @@ fn rng_is_called_only_on_ties() {
         calls.set(calls.get() + 1);
         0
     });
-    assert_eq!(got, Some(pair[1]));
+    assert_eq!(got, Some(pair[0]));
     assert_eq!(calls.get(), 1);
 }
 
@@ -181,4 +186,68 @@ fn connections_spread_by_host_weight() {
     // Within the weight-3 host the VMs split 3:1.
     assert_eq!(s.dests[hosts[2][0]].live.activeconns, 2250);
     assert_eq!(s.dests[hosts[2][1]].live.activeconns, 750);
+}
+
+/// More tied candidates than the selection keeps as bits (it samples those
+/// beyond 64 as they come): still an even share, for hosts and for the
+/// destinations of one host.
+#[test]
+fn many_ties_share_evenly() {
+    let mut s = Snapshot::new();
+    let mut hosts = Vec::new();
+    for i in 0..97 {
+        // Host weights 1 and 2 with loads in the same ratio: all tied.
+        let w = 1 + i % 2;
+        hosts.push(s.add_host(w, &[(SVC_A, act(1, w as i32))])[0]);
+    }
+    // A losing host that lists a tied destination count of its own.
+    s.add_host(1, &[(SVC_A, act(1, 5))]);
+    for scope in SCOPES {
+        let counts = histogram(&s, SVC_A, scope, N * 2, 11);
+        let want = (N * 2) as f64 / 97.0;
+        for &d in &hosts {
+            let c = counts[d] as f64;
+            assert!(
+                (c - want).abs() <= want * 0.2,
+                "host dest {d}: {c} (want {want})"
+            );
+        }
+        assert_eq!(hosts.iter().map(|&d| counts[d]).sum::<usize>(), N * 2);
+    }
+    let mut t = Snapshot::new();
+    let vms = t.add_host(1, &vec![(SVC_A, act(2, 2)); 83]);
+    t.add_host(1, &[(SVC_A, act(1, 10_000))]);
+    let counts = histogram(&t, SVC_A, Scope::Aggregate, N * 2, 12);
+    let want = (N * 2) as f64 / 83.0;
+    for &d in &vms {
+        let c = counts[d] as f64;
+        assert!((c - want).abs() <= want * 0.2, "vm {d}: {c} (want {want})");
+    }
+    // The ones kept as bits and the ones sampled share alike.
+    let (bits, sampled): (Vec<usize>, Vec<usize>) = vms.iter().partition(|&&d| d - vms[0] < 64);
+    let mean = |v: &[usize]| v.iter().map(|&d| counts[d]).sum::<usize>() as f64 / v.len() as f64;
+    assert!(
+        (mean(&bits) / mean(&sampled) - 1.0).abs() < 0.05,
+        "{} vs {}",
+        mean(&bits),
+        mean(&sampled)
+    );
+}
+
+/// Exactly as many tied candidates as are kept as bits, and one more.
+#[test]
+fn ties_at_the_bit_limit_share_evenly() {
+    for n in [64, 65] {
+        let mut s = Snapshot::new();
+        let vms = s.add_host(1, &vec![(SVC_A, act(1, 0)); n]);
+        let counts = histogram(&s, SVC_A, Scope::Aggregate, N, 5 + n as u64);
+        let share = 1.0 / n as f64;
+        for &d in &vms {
+            let f = counts[d] as f64 / N as f64;
+            assert!(
+                (f - share).abs() <= share * 0.3,
+                "{n} tied: dest {d}: {f} (want {share})"
+            );
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 
 use vmwlch_core::oracle::{live, Snapshot};
-use vmwlch_core::{Cluster, HostGroup, Live, Scope};
+use vmwlch_core::{Cluster, Live, Scope, View};
 
 /// Service keys used by the tests (look like kernel pointers).
 pub const SVC_A: usize = 0xffff_8880_0000_1000;
@@ -31,9 +31,11 @@ impl XorShift {
     }
 }
 
-/// Wraps a snapshot and counts the calls of `live()` per destination.
+/// Wraps a snapshot and counts the calls of `counts()` and `live()` per
+/// destination.
 pub struct Counting<'a> {
     pub inner: &'a Snapshot,
+    pub counts: RefCell<Vec<u32>>,
     pub reads: RefCell<Vec<u32>>,
 }
 
@@ -41,20 +43,22 @@ impl<'a> Counting<'a> {
     pub fn new(inner: &'a Snapshot) -> Self {
         Counting {
             inner,
+            counts: RefCell::new(vec![0; inner.dests.len()]),
             reads: RefCell::new(vec![0; inner.dests.len()]),
         }
     }
 }
 
 impl Cluster for Counting<'_> {
-    fn hosts(&self) -> &[HostGroup] {
-        self.inner.hosts()
+    fn view(&self, service: usize) -> View<'_> {
+        self.inner.view(service)
     }
     fn dest_count(&self) -> usize {
         self.inner.dest_count()
     }
-    fn dest_service(&self, dest: usize) -> usize {
-        self.inner.dest_service(dest)
+    fn counts(&self, dest: usize) -> (i32, i32) {
+        self.counts.borrow_mut()[dest] += 1;
+        self.inner.counts(dest)
     }
     fn live(&self, dest: usize) -> Live {
         self.reads.borrow_mut()[dest] += 1;
