@@ -198,6 +198,14 @@ pub const fn mul_wide(a: u64, b: u64) -> (u64, u64) {
 #[cfg(target_pointer_width = "64")]
 #[inline(always)]
 fn cross(n1: u64, d1: u64, n2: u64, d2: u64) -> (u128, u128) {
+    // All four below 2^32 (the usual case): the 64-bit products are exact,
+    // and cheaper (no 128-bit compare).
+    if (n1 | d1 | n2 | d2) >> 32 == 0 {
+        return (
+            u128::from(n1.wrapping_mul(d2)),
+            u128::from(n2.wrapping_mul(d1)),
+        );
+    }
     // Products of two values below 2^64 are below 2^128: exact.
     (
         u128::from(n1).wrapping_mul(u128::from(d2)),

@@ -247,6 +247,18 @@ proptest! {
         prop_assert_eq!(mul_wide(a, b), ((p >> 64) as u64, p as u64));
     }
 
+    /// Values below 2^32 take the 64-bit products; at the edge too.
+    #[test]
+    fn cmp_ratio_is_exact_on_small_values(
+        n1 in prop_oneof![0..=u32::MAX as u64, Just(u32::MAX as u64), Just(1u64 << 32)],
+        d1 in 1..=u32::MAX as u64,
+        n2 in 0..=u32::MAX as u64,
+        d2 in prop_oneof![1..=u32::MAX as u64, Just(1u64 << 32)],
+    ) {
+        let want = ((n1 as u128) * (d2 as u128)).cmp(&((n2 as u128) * (d1 as u128)));
+        prop_assert_eq!(cmp_ratio(n1, d1, n2, d2), want);
+    }
+
     #[test]
     fn cmp_ratio_is_exact(n1 in any::<u64>(), d1 in 1..=u64::MAX, n2 in any::<u64>(), d2 in 1..=u64::MAX) {
         let want = ((n1 as u128) * (d2 as u128)).cmp(&((n2 as u128) * (d1 as u128)));
