@@ -177,28 +177,29 @@ static void vmwlch_done_svc(struct ip_vs_service *svc)
 	mutex_unlock(&vmwlch_mutex);
 }
 
-static int vmwlch_add_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
+/* A destination callback: the Rust side's handler under vmwlch_mutex. */
+static int vmwlch_dest_event(struct ip_vs_service *svc, struct ip_vs_dest *dest,
+			     void (*handler)(void *, struct ip_vs_service *,
+					     struct ip_vs_dest *))
 {
 	void *st;
 
 	mutex_lock(&vmwlch_mutex);
 	st = vmwlch_state_locked(svc->ipvs->net);
 	if (st)
-		vmwlch_rs_add_dest(st, svc, dest);
+		handler(st, svc, dest);
 	mutex_unlock(&vmwlch_mutex);
 	return 0;
 }
 
+static int vmwlch_add_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
+{
+	return vmwlch_dest_event(svc, dest, vmwlch_rs_add_dest);
+}
+
 static int vmwlch_del_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
 {
-	void *st;
-
-	mutex_lock(&vmwlch_mutex);
-	st = vmwlch_state_locked(svc->ipvs->net);
-	if (st)
-		vmwlch_rs_del_dest(st, svc, dest);
-	mutex_unlock(&vmwlch_mutex);
-	return 0;
+	return vmwlch_dest_event(svc, dest, vmwlch_rs_del_dest);
 }
 
 /*
@@ -207,14 +208,13 @@ static int vmwlch_del_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
  */
 static int vmwlch_upd_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
 {
-	void *st;
+	return vmwlch_dest_event(svc, dest, vmwlch_rs_upd_dest);
+}
 
-	mutex_lock(&vmwlch_mutex);
-	st = vmwlch_state_locked(svc->ipvs->net);
-	if (st)
-		vmwlch_rs_upd_dest(st, svc, dest);
-	mutex_unlock(&vmwlch_mutex);
-	return 0;
+/* The seed of one decision's tie-breaking (see vmwlch_seq). */
+static inline u64 vmwlch_seed(void)
+{
+	return this_cpu_add_return(vmwlch_seq, VMWLCH_WEYL);
 }
 
 static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
@@ -226,8 +226,7 @@ static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
 
 	st = rcu_dereference(vn->state);
 	if (st)
-		dest = vmwlch_rs_schedule(st, svc, kind,
-					  this_cpu_add_return(vmwlch_seq, VMWLCH_WEYL));
+		dest = vmwlch_rs_schedule(st, svc, kind, vmwlch_seed());
 	if (!dest) {
 		if (st)
 			this_cpu_inc(vn->stats->no_dest);
@@ -614,7 +613,7 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 			for (j = 0; j < n; j++) {
 				if (kind == 0)
 					hits += !!vmwlch_rs_schedule(st, svc, VMWLCH_KIND_VMWLCH,
-								     this_cpu_add_return(vmwlch_seq, VMWLCH_WEYL));
+								     vmwlch_seed());
 				else if (kind == 1)
 					hits += !!vmwlch_bench_wlc(svc);
 				else

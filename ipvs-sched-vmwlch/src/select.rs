@@ -262,9 +262,9 @@ impl Pick {
 /// (positive weight, not overloaded).
 #[inline(always)]
 fn vm_pick(live: &Live, d: usize) -> Option<Pick> {
-    (live.weight > 0 && !live.overloaded).then(|| Pick {
-        load: overhead(live),
-        weight: u64::from(live.weight.unsigned_abs()),
+    eligible(live).map(|(load, weight)| Pick {
+        load,
+        weight,
         dest: d,
         span: usize::MAX,
     })
@@ -292,12 +292,6 @@ fn offer<R: FnMut() -> u32>(best: &mut Pick, ties: &mut u32, cand: Pick, rng: &m
     }
 }
 
-/// The destination table index of member `k` of a view.
-#[inline(always)]
-fn member(v: &View<'_>, k: usize) -> usize {
-    v.members.get(k).map_or(usize::MAX, |&d| d as usize)
-}
-
 /// Load of a host: its counters summed (every destination of the host under
 /// `AGGREGATE`, else the service's own), as [`load`].
 #[inline(always)]
@@ -312,9 +306,8 @@ fn span_load<const AGGREGATE: bool, C: Cluster>(c: &C, v: &View<'_>, sp: &Span) 
             inactive = inactive.wrapping_add(i64::from(i));
         }
     } else {
-        let (start, end) = clamp(sp.own_start, sp.own_end, v.members.len());
-        for k in start..end {
-            let d = member(v, k);
+        for &d in own(v, sp) {
+            let d = d as usize;
             if d < c.dest_count() {
                 let (a, i) = c.counts(d);
                 active = active.wrapping_add(i64::from(a));
@@ -337,7 +330,7 @@ fn uniform(r: u32, k: u32) -> u32 {
 /// kept as bits and the winner is drawn among all tied candidates at the
 /// end, with one random number; positions from 64 on (rare) are sampled as
 /// they come (reservoir sampling, one random number each), and stand for
-/// their share in the final draw. Everything stays in registers.
+/// their share in the final draw.
 #[derive(Clone, Copy)]
 struct Least {
     /// Numerator of the least ratio.

@@ -218,8 +218,8 @@ impl Cluster for Snapshot {
 /// Random numbers for breaking ties within one decision: SplitMix64 over a
 /// per-decision seed (the glue's per-CPU Weyl sequence), itself mixed first
 /// so that consecutive decisions' streams do not overlap. Only computed when
-/// a decision has a tie; a decision draws at most two numbers unless more
-/// than a few candidates tie.
+/// a decision has a tie; a decision draws at most one number per stage
+/// (host, then destination) unless more than 64 candidates tie.
 struct TieRandom {
     seed: u64,
     state: u64,

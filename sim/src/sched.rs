@@ -14,7 +14,10 @@
 //!   the *first* least-loaded destination on ties; used to check that the
 //!   implicit-host wiring is WLC and to show the effect of tie-breaking.
 
-use vmwlch_core::{overhead, select, Cluster, Live, Scope, Span, View};
+use std::collections::BTreeMap;
+
+use vmwlch_core::oracle::{self, OwnedView};
+use vmwlch_core::{overhead, select, Cluster, Live, Scope, View};
 
 /// Service keys (the `service` argument of [`select`]).
 pub const SENSOR: usize = 0;
@@ -122,18 +125,10 @@ impl DestState {
     }
 }
 
-/// One service's view of the hosts, owned (see [`View`]).
-#[derive(Clone, Default)]
-struct Owned {
-    spans: Vec<Span>,
-    members: Vec<u32>,
-    solo: Vec<u32>,
-}
-
 /// Every service's view of the hosts under a policy.
 #[derive(Clone, Default)]
 pub struct Topology {
-    views: Vec<(usize, Owned)>,
+    views: BTreeMap<usize, OwnedView>,
 }
 
 impl Topology {
@@ -147,65 +142,32 @@ impl Topology {
         host_weights: &[u32],
         dests: &[DestState],
     ) -> Self {
-        let mut t = Self::default();
+        let n = vm_host.len().min(dests.len());
+        let service_of = |d: usize| dests[d].service;
         if !policy.uses_host_map() {
-            for (d, x) in dests.iter().enumerate() {
-                t.owned(x.service).solo.push(d as u32);
-            }
-            return t;
-        }
-        for (h, &w) in host_weights.iter().enumerate() {
-            let on: Vec<usize> = (0..vm_host.len().min(dests.len()))
-                .filter(|&d| vm_host[d] == h)
-                .collect();
-            let (Some(&first), Some(&last)) = (on.first(), on.last()) else {
-                continue;
+            return Self {
+                views: oracle::views([], 0..dests.len(), service_of),
             };
-            let mut services: Vec<usize> = on.iter().map(|&d| dests[d].service).collect();
-            services.sort_unstable();
-            services.dedup();
-            for svc in services {
-                let v = t.owned(svc);
-                let own_start = v.members.len() as u32;
-                v.members.extend(
-                    on.iter()
-                        .filter(|&&d| dests[d].service == svc)
-                        .map(|&d| d as u32),
-                );
-                v.spans.push(Span {
-                    weight: w,
-                    start: first as u32,
-                    end: last as u32 + 1,
-                    own_start,
-                    own_end: v.members.len() as u32,
-                });
-            }
         }
-        t
-    }
-
-    /// The view of `service` being built.
-    fn owned(&mut self, service: usize) -> &mut Owned {
-        let i = match self.views.iter().position(|(s, _)| *s == service) {
-            Some(i) => i,
-            None => {
-                self.views.push((service, Owned::default()));
-                self.views.len() - 1
-            }
-        };
-        &mut self.views[i].1
+        let hosts: Vec<(u32, Vec<usize>)> = host_weights
+            .iter()
+            .enumerate()
+            .map(|(h, &w)| (w, (0..n).filter(|&d| vm_host[d] == h).collect()))
+            .collect();
+        Self {
+            views: oracle::views(
+                hosts.iter().map(|(w, m)| (*w, m.as_slice())),
+                [],
+                service_of,
+            ),
+        }
     }
 
     /// The view of `service`.
     fn view(&self, service: usize) -> View<'_> {
-        match self.views.iter().find(|(s, _)| *s == service) {
-            Some((_, v)) => View {
-                spans: &v.spans,
-                members: &v.members,
-                solo: &v.solo,
-            },
-            None => View::EMPTY,
-        }
+        self.views
+            .get(&service)
+            .map_or(View::EMPTY, OwnedView::view)
     }
 }
 

@@ -44,10 +44,66 @@ pub struct Dest {
 
 /// A service's view, owned.
 #[derive(Clone, Default, Debug)]
-struct Owned {
-    spans: Vec<Span>,
-    members: Vec<u32>,
-    solo: Vec<u32>,
+pub struct OwnedView {
+    /// See [`View::spans`].
+    pub spans: Vec<Span>,
+    /// See [`View::members`].
+    pub members: Vec<u32>,
+    /// See [`View::solo`].
+    pub solo: Vec<u32>,
+}
+
+impl OwnedView {
+    /// Borrowed, as the selection takes it.
+    pub fn view(&self) -> View<'_> {
+        View {
+            spans: &self.spans,
+            members: &self.members,
+            solo: &self.solo,
+        }
+    }
+}
+
+/// Every service's view, the plain way: for each mapped host (its weight and
+/// its destinations, ascending table indices) with a destination of the
+/// service, a span over the host's destinations listing the service's; each
+/// unmapped destination of the service as an implicit host. `service_of`
+/// gives a destination's service.
+pub fn views<'a>(
+    hosts: impl IntoIterator<Item = (u32, &'a [usize])>,
+    solo: impl IntoIterator<Item = usize>,
+    service_of: impl Fn(usize) -> usize,
+) -> BTreeMap<usize, OwnedView> {
+    let mut views: BTreeMap<usize, OwnedView> = BTreeMap::new();
+    for (weight, m) in hosts {
+        let (start, end) = match (m.first(), m.last()) {
+            (Some(&a), Some(&b)) => (a as u32, b as u32 + 1),
+            _ => continue,
+        };
+        let mut services: Vec<usize> = m.iter().map(|&d| service_of(d)).collect();
+        services.sort_unstable();
+        services.dedup();
+        for svc in services {
+            let v = views.entry(svc).or_default();
+            let own_start = v.members.len() as u32;
+            v.members.extend(
+                m.iter()
+                    .filter(|&&d| service_of(d) == svc)
+                    .map(|&d| d as u32),
+            );
+            v.spans.push(Span {
+                weight,
+                start,
+                end,
+                own_start,
+                own_end: v.members.len() as u32,
+            });
+        }
+    }
+    for d in solo {
+        views.entry(service_of(d)).or_default().solo.push(d as u32);
+    }
+    views
 }
 
 /// A plain in-memory snapshot: host groups over a destination table.
@@ -62,7 +118,7 @@ pub struct Snapshot {
     /// The destination table.
     pub dests: Vec<Dest>,
     /// Views by service, derived on first use.
-    views: OnceCell<BTreeMap<usize, Owned>>,
+    views: OnceCell<BTreeMap<usize, OwnedView>>,
 }
 
 impl core::fmt::Debug for Span {
@@ -174,42 +230,22 @@ impl Snapshot {
     /// destination of the service, a span over the group's in-table range
     /// listing those destinations; each destination of the service in an
     /// implicit group as an implicit host.
-    fn derive(&self) -> BTreeMap<usize, Owned> {
-        let mut views: BTreeMap<usize, Owned> = BTreeMap::new();
-        for g in &self.hosts {
-            let m = members(g, self.dests.len());
-            if g.implicit {
-                for d in m {
-                    let v = views.entry(self.dests[d].service).or_default();
-                    v.solo.push(d as u32);
-                }
-                continue;
-            }
-            let (start, end) = match (m.first(), m.last()) {
-                (Some(&a), Some(&b)) => (a as u32, b as u32 + 1),
-                _ => continue,
-            };
-            let mut services: Vec<usize> = m.iter().map(|&d| self.dests[d].service).collect();
-            services.sort_unstable();
-            services.dedup();
-            for svc in services {
-                let v = views.entry(svc).or_default();
-                let own_start = v.members.len() as u32;
-                v.members.extend(
-                    m.iter()
-                        .filter(|&&d| self.dests[d].service == svc)
-                        .map(|&d| d as u32),
-                );
-                v.spans.push(Span {
-                    weight: g.weight,
-                    start,
-                    end,
-                    own_start,
-                    own_end: v.members.len() as u32,
-                });
-            }
-        }
-        views
+    fn derive(&self) -> BTreeMap<usize, OwnedView> {
+        let n = self.dests.len();
+        let mapped: Vec<(u32, Vec<usize>)> = self
+            .hosts
+            .iter()
+            .filter(|g| !g.implicit)
+            .map(|g| (g.weight, members(g, n)))
+            .collect();
+        let solo = self
+            .hosts
+            .iter()
+            .filter(|g| g.implicit)
+            .flat_map(|g| members(g, n));
+        views(mapped.iter().map(|(w, m)| (*w, m.as_slice())), solo, |d| {
+            self.dests[d].service
+        })
     }
 
     /// Appends an implicit host (an unmapped address) with one destination;
@@ -229,14 +265,10 @@ impl Snapshot {
 
 impl Cluster for Snapshot {
     fn view(&self, service: usize) -> View<'_> {
-        match self.views.get_or_init(|| self.derive()).get(&service) {
-            Some(v) => View {
-                spans: &v.spans,
-                members: &v.members,
-                solo: &v.solo,
-            },
-            None => View::EMPTY,
-        }
+        self.views
+            .get_or_init(|| self.derive())
+            .get(&service)
+            .map_or(View::EMPTY, OwnedView::view)
     }
     fn dest_count(&self) -> usize {
         self.dests.len()
