@@ -120,7 +120,36 @@ impl SnapDest {
         // relaxed loads are what atomic_read()/READ_ONCE() do).
         unsafe { &*self.0.cast::<u8>().add(off).cast::<AtomicI32>() }.load(Ordering::Relaxed)
     }
+
+    /// The 8-byte word at `off`: two adjacent 4-byte fields, read at once.
+    ///
+    /// # Safety
+    ///
+    /// As for [`SnapDest::field`], for both fields, and `off` is a multiple
+    /// of 8 ([`COUNTERS_PAIRED`]).
+    #[inline(always)]
+    unsafe fn pair(&self, off: usize) -> u64 {
+        // SAFETY: per the contract the word is live and 8-byte aligned. An
+        // aligned word-sized load is single-copy atomic on the 64-bit CPUs
+        // the kernel supports, so each half is a value its field held (as
+        // with READ_ONCE on the word; atomic_read() of each is a plain
+        // aligned load as well). A volatile read: the kernel's racy reads
+        // of counters that other CPUs update.
+        unsafe { self.0.cast::<u8>().add(off).cast::<u64>().read_volatile() }
+    }
 }
+
+/// The two counters of wlc's overhead are adjacent 4-byte fields, in the
+/// order active then the other, starting on an 8-byte boundary of the
+/// (kmalloc'ed, so 8-byte aligned) destination, on a little-endian 64-bit
+/// CPU: one 8-byte load reads both (half the loads of the first pass).
+const COUNTERS_PAIRED: bool = {
+    use ffi::layout::*;
+    DEST_OVERHEAD_TERM == DEST_ACTIVECONNS + 4
+        && DEST_ACTIVECONNS % 8 == 0
+        && cfg!(target_endian = "little")
+        && cfg!(target_pointer_width = "64")
+};
 
 /// Where one service's view lies in a snapshot's tables.
 #[derive(Clone, Copy)]
@@ -184,6 +213,11 @@ impl Cluster for Snapshot {
             return (0, 0);
         };
         use ffi::layout::*;
+        if COUNTERS_PAIRED {
+            // SAFETY: as in `live`; the two fields are one aligned 8-byte word.
+            let x = unsafe { d.pair(DEST_ACTIVECONNS) };
+            return (x as i32, (x >> 32) as i32);
+        }
         // SAFETY: as in `live`.
         unsafe { (d.field(DEST_ACTIVECONNS), d.field(DEST_OVERHEAD_TERM)) }
     }
@@ -199,6 +233,7 @@ impl Cluster for Snapshot {
             };
         };
         use ffi::layout::*;
+        let (activeconns, inactconns) = self.counts(dest);
         // SAFETY: snapshots are read under rcu_read_lock() (schedule) and
         // name only destinations that IPVS frees after a grace period that
         // starts after this snapshot was unpublished (type invariants); the
@@ -206,9 +241,9 @@ impl Cluster for Snapshot {
         unsafe {
             Live {
                 weight: d.field(DEST_WEIGHT),
-                activeconns: d.field(DEST_ACTIVECONNS),
+                activeconns,
                 // The core's overhead is active*256 + this term: IPVS's own measure.
-                inactconns: d.field(DEST_OVERHEAD_TERM),
+                inactconns,
                 overloaded: d.field(DEST_FLAGS) as u32 & ffi::IP_VS_DEST_F_OVERLOAD != 0,
             }
         }

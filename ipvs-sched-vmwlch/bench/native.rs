@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Native (user-space) benchmark of one scheduling decision: the module's
+//! selection code (`../src/select.rs`, the same source the kernel module
+//! compiles) against wlc's loop (`wlc.c`, compiled by gcc like the kernel),
+//! on destinations laid out like `struct ip_vs_dest`. Built and run by
+//! `scripts/bench-sched.sh`; it complements the in-kernel measurement, which
+//! runs under QEMU's software emulation and so weighs instructions as the
+//! emulator does, not as a CPU does.
+
+#![allow(dead_code)]
+
+#[path = "../src/select.rs"]
+mod select;
+
+use select::{Cluster, Live, Scope, Span, View};
+use std::hint::black_box;
+use std::time::Instant;
+
+extern "C" {
+    fn bench_wlc(svc: *mut u8) -> *mut u8;
+    fn bench_service(n: i32, out: *mut *mut u8) -> *mut u8;
+    static bench_off_weight: usize;
+    static bench_off_flags: usize;
+    static bench_off_active: usize;
+    static bench_off_inact: usize;
+}
+
+/// The module's snapshot, reduced to what a decision reads: per service a
+/// view found by binary search, the spans, members and destination table.
+struct Snapshot {
+    views: Vec<(usize, (usize, usize))>,
+    spans: Vec<Span>,
+    members: Vec<u32>,
+    dests: Vec<*mut u8>,
+    off: [usize; 3],
+}
+
+impl Snapshot {
+    /// A 4-byte field of a destination.
+    fn field(&self, d: *mut u8, off: usize) -> i32 {
+        // SAFETY: d is a live destination and off the offset of one of its
+        // 4-byte fields (bench_off_*).
+        unsafe { d.add(off).cast::<i32>().read_volatile() }
+    }
+}
+
+impl Cluster for Snapshot {
+    #[inline(always)]
+    fn view(&self, service: usize) -> View<'_> {
+        match self.views.binary_search_by_key(&service, |v| v.0) {
+            Ok(i) => {
+                let (a, b) = self.views[i].1;
+                View {
+                    spans: &self.spans[a..b],
+                    members: &self.members,
+                    solo: &[],
+                }
+            }
+            Err(_) => View::EMPTY,
+        }
+    }
+
+    #[inline(always)]
+    fn dest_count(&self) -> usize {
+        self.dests.len()
+    }
+
+    #[inline(always)]
+    fn counts(&self, dest: usize) -> (i32, i32) {
+        let Some(&d) = self.dests.get(dest) else {
+            return (0, 0);
+        };
+        // Both counters in one 8-byte load, as the module does.
+        // SAFETY: the counters are adjacent and 8-byte aligned (checked in main).
+        let x = unsafe { d.add(self.off[1]).cast::<u64>().read_volatile() };
+        (x as i32, (x >> 32) as i32)
+    }
+
+    #[inline(always)]
+    fn live(&self, dest: usize) -> Live {
+        let Some(&d) = self.dests.get(dest) else {
+            return Live {
+                weight: 0,
+                activeconns: 0,
+                inactconns: 0,
+                overloaded: true,
+            };
+        };
+        let (activeconns, inactconns) = self.counts(dest);
+        Live {
+            weight: self.field(d, self.off[0]),
+            activeconns,
+            inactconns,
+            overloaded: self.field(d, self.off[2]) as u32 & 2 != 0,
+        }
+    }
+}
+
+/// One `vmwlch` decision, with the module's tie-breaking random source
+/// (SplitMix64 over a per-decision seed).
+#[inline(never)]
+fn vmwlch(s: &Snapshot, service: usize, seed: u64) -> *mut u8 {
+    let mut state = seed;
+    let mut rng = || {
+        state = state.wrapping_add(0xd134_2543_de82_ef95);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 32) as u32
+    };
+    select::select(s, service, Scope::Aggregate, &mut rng)
+        .and_then(|i| s.dests.get(i).copied())
+        .unwrap_or(std::ptr::null_mut())
+}
+
+/// Nanoseconds per decision of each kind: rounds in the order wlc, vmwlch,
+/// vmwlch, wlc after an untimed warm-up of each.
+fn measure(s: &Snapshot, svc: *mut u8, iters: u32) -> (f64, f64) {
+    let service = svc as usize;
+    let mut seed = 0x1234_5678u64;
+    let mut t = [0f64; 2];
+    for (round, kind) in [0usize, 1, 0, 1, 1, 0].into_iter().enumerate() {
+        let t0 = Instant::now();
+        for _ in 0..iters {
+            let r = if kind == 0 {
+                // SAFETY: svc is the service bench_service built.
+                unsafe { bench_wlc(black_box(svc)) }
+            } else {
+                seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                vmwlch(black_box(s), black_box(service), seed)
+            };
+            black_box(r);
+        }
+        if round >= 2 {
+            t[kind] += t0.elapsed().as_nanos() as f64;
+        }
+    }
+    (t[0] / f64::from(2 * iters), t[1] / f64::from(2 * iters))
+}
+
+fn main() {
+    // SAFETY: plain constants of wlc.c.
+    let off = unsafe { [bench_off_weight, bench_off_active, bench_off_flags] };
+    // SAFETY: as above.
+    assert!(unsafe { bench_off_inact } == off[1] + 4 && off[1] % 8 == 0);
+    println!(
+        "{:>6} {:>6} {:<18} {:>9} {:>9} {:>6}",
+        "dests", "hosts", "load", "vmwlch", "wlc", "ratio"
+    );
+    for (n, per, conns, iters) in [
+        (20usize, 4usize, 200usize, 2_000_000u32),
+        (1000, 20, 1200, 40_000),
+    ] {
+        let mut dests = vec![std::ptr::null_mut(); n];
+        // SAFETY: dests has room for n pointers.
+        let svc = unsafe { bench_service(n as i32, dests.as_mut_ptr()) };
+        assert!(!svc.is_null() && dests.iter().all(|d| !d.is_null()));
+        let hosts = n / per;
+        let spans = (0..hosts)
+            .map(|h| {
+                let (a, b) = ((h * per) as u32, ((h + 1) * per) as u32);
+                Span {
+                    weight: 1 + (h as u32) % 4,
+                    start: a,
+                    end: b,
+                    own_start: a,
+                    own_end: b,
+                }
+            })
+            .collect();
+        let s = Snapshot {
+            views: vec![(svc as usize, (0, hosts))],
+            spans,
+            members: (0..n as u32).collect(),
+            dests: dests.clone(),
+            off,
+        };
+        for (label, total) in [
+            ("idle (all tied)".to_string(), 0),
+            (format!("{conns} connections"), conns),
+        ] {
+            // Connections spread evenly, as a balancing scheduler leaves them.
+            for (i, &d) in dests.iter().enumerate() {
+                let c = total / n + usize::from(i < total % n);
+                // SAFETY: off[1] is activeconns of a live destination.
+                unsafe { d.add(off[1]).cast::<i32>().write_volatile(c as i32) };
+            }
+            let (w, v) = measure(&s, svc, iters);
+            println!(
+                "{n:>6} {hosts:>6} {label:<18} {v:>6.1} ns {w:>6.1} ns {:>6.2}",
+                v / w
+            );
+        }
+    }
+}
