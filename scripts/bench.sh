@@ -30,7 +30,7 @@ run() { # title command...
     } >> "$TMP/report"
 }
 
-run "Scheduling cost: vmwlch vs wlc (in-kernel, per decision)" "$REPO/scripts/bench-sched.sh"
+run "Scheduling cost: vmwlch vs wlc per decision (in-kernel under emulation; natively in user space)" "$REPO/scripts/bench-sched.sh"
 run "Connection throughput through IPVS per scheduler" "$REPO/scripts/bench-conn.sh"
 run "ipvsctl vs ipvsadm: 10,000 services x 4 real servers" "$REPO/scripts/bench-ipvsctl.sh"
 run "Failover: keepalive vs keepalived" "$REPO/scripts/bench-failover.sh"
