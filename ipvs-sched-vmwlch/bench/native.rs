@@ -97,17 +97,24 @@ impl Cluster for Snapshot {
     }
 }
 
+/// SplitMix64's output function.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// One `vmwlch` decision, with the module's tie-breaking random source
-/// (SplitMix64 over a per-decision seed).
+/// (state.rs's TieRandom: the seed mixed at the first draw, then SplitMix64).
 #[inline(never)]
 fn vmwlch(s: &Snapshot, service: usize, seed: u64) -> *mut u8 {
-    let mut state = seed;
+    let mut state = 0u64;
     let mut rng = || {
-        state = state.wrapping_add(0xd134_2543_de82_ef95);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 32) as u32
+        if state == 0 {
+            state = mix(seed) | 1;
+        }
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        (mix(state) >> 32) as u32
     };
     select::select(s, service, Scope::Aggregate, &mut rng)
         .and_then(|i| s.dests.get(i).copied())
