@@ -121,21 +121,35 @@ impl SnapDest {
         unsafe { &*self.0.cast::<u8>().add(off).cast::<AtomicI32>() }.load(Ordering::Relaxed)
     }
 
-    /// The 8-byte word at `off`: two adjacent 4-byte fields, read at once.
+    /// The two terms of wlc's overhead: activeconns and the other counter
+    /// ([`ffi::layout::DEST_OVERHEAD_TERM`]), with one load where they are
+    /// one aligned word ([`COUNTERS_PAIRED`]).
     ///
     /// # Safety
     ///
-    /// As for [`SnapDest::field`], for both fields, and `off` is a multiple
-    /// of 8 ([`COUNTERS_PAIRED`]).
+    /// The destination is live (see [`Snapshot::live`]).
     #[inline(always)]
-    unsafe fn pair(&self, off: usize) -> u64 {
-        // SAFETY: per the contract the word is live and 8-byte aligned. An
-        // aligned word-sized load is single-copy atomic on the 64-bit CPUs
-        // the kernel supports, so each half is a value its field held (as
-        // with READ_ONCE on the word; atomic_read() of each is a plain
-        // aligned load as well). A volatile read: the kernel's racy reads
-        // of counters that other CPUs update.
-        unsafe { self.0.cast::<u8>().add(off).cast::<u64>().read_volatile() }
+    unsafe fn counters(&self) -> (i32, i32) {
+        use ffi::layout::*;
+        if COUNTERS_PAIRED {
+            // SAFETY: the destination is live and the word at
+            // DEST_ACTIVECONNS is 8-byte aligned (COUNTERS_PAIRED). An
+            // aligned word-sized load is single-copy atomic on the 64-bit
+            // CPUs the kernel supports, so each half is a value its field
+            // held (as with READ_ONCE on the word; atomic_read() of each is a
+            // plain aligned load as well). A volatile read: the kernel's racy
+            // reads of counters that other CPUs update.
+            let x = unsafe {
+                self.0
+                    .cast::<u8>()
+                    .add(DEST_ACTIVECONNS)
+                    .cast::<u64>()
+                    .read_volatile()
+            };
+            return (x as i32, (x >> 32) as i32);
+        }
+        // SAFETY: live destination; offsets of 4-byte counters.
+        unsafe { (self.field(DEST_ACTIVECONNS), self.field(DEST_OVERHEAD_TERM)) }
     }
 }
 
@@ -212,14 +226,8 @@ impl Cluster for Snapshot {
         let Some(d) = self.dests.get(dest) else {
             return (0, 0);
         };
-        use ffi::layout::*;
-        if COUNTERS_PAIRED {
-            // SAFETY: as in `live`; the two fields are one aligned 8-byte word.
-            let x = unsafe { d.pair(DEST_ACTIVECONNS) };
-            return (x as i32, (x >> 32) as i32);
-        }
         // SAFETY: as in `live`.
-        unsafe { (d.field(DEST_ACTIVECONNS), d.field(DEST_OVERHEAD_TERM)) }
+        unsafe { d.counters() }
     }
 
     #[inline(always)]
@@ -233,12 +241,12 @@ impl Cluster for Snapshot {
             };
         };
         use ffi::layout::*;
-        let (activeconns, inactconns) = self.counts(dest);
         // SAFETY: snapshots are read under rcu_read_lock() (schedule) and
         // name only destinations that IPVS frees after a grace period that
         // starts after this snapshot was unpublished (type invariants); the
         // offsets are those of 4-byte atomic_t/unsigned int fields.
         unsafe {
+            let (activeconns, inactconns) = d.counters();
             Live {
                 weight: d.field(DEST_WEIGHT),
                 activeconns,

@@ -24,7 +24,7 @@ mod state;
 mod uapi;
 
 use ffi::{IpVsDest, IpVsService, Msg, RcuHead, SkBuff};
-use state::NetState;
+use state::{Inner, NetState};
 
 /// Version reported by `VMWLCH_CMD_GET_INFO`.
 pub(crate) const VERSION: &str = "0.1.0";
@@ -72,6 +72,21 @@ impl Drop for VmwlchModule {
 unsafe fn state<'a>(p: *mut c_void) -> &'a NetState {
     // SAFETY: per the contract, `p` points to a live `NetState`.
     unsafe { &*p.cast::<NetState>() }
+}
+
+/// A scheduler callback's change of the tracked services and destinations,
+/// followed by a new snapshot.
+///
+/// # Safety
+///
+/// As for [`state`]; called with `vmwlch_mutex` held.
+unsafe fn edit(p: *mut c_void, change: impl FnOnce(&mut Inner)) {
+    // SAFETY: per the contract.
+    let st = unsafe { state(p) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    change(inner);
+    st.rebuild(inner);
 }
 
 fn scope(kind: c_int) -> select::Scope {
@@ -138,11 +153,7 @@ unsafe extern "C" fn vmwlch_rs_init_service(
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsService) {
     // SAFETY: per the contract.
-    let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
-    let inner = unsafe { st.inner_mut() };
-    inner.done_service(svc);
-    st.rebuild(inner);
+    unsafe { edit(st, |inner| inner.done_service(svc)) };
 }
 
 /// `add_dest`: track a new destination.
@@ -156,17 +167,16 @@ unsafe extern "C" fn vmwlch_rs_add_dest(
     svc: *mut IpVsService,
     dest: *mut IpVsDest,
 ) {
+    let track = |inner: &mut Inner| {
+        // SAFETY: the IPVS config mutex is held.
+        if unsafe { inner.add_dest(svc, dest) }.is_err() {
+            // IPVS ignores add_dest's result: the destination stays untracked
+            // (never chosen) until the service is re-initialised.
+            pr_warn!("out of memory tracking a new destination; it will not be scheduled\n");
+        }
+    };
     // SAFETY: per the contract.
-    let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
-    let inner = unsafe { st.inner_mut() };
-    // SAFETY: the IPVS config mutex is held.
-    if unsafe { inner.add_dest(svc, dest) }.is_err() {
-        // IPVS ignores add_dest's result: the destination stays untracked
-        // (never chosen) until the service is re-initialised.
-        pr_warn!("out of memory tracking a new destination; it will not be scheduled\n");
-    }
-    st.rebuild(inner);
+    unsafe { edit(st, track) };
 }
 
 /// `del_dest`: stop tracking a destination.
@@ -181,11 +191,7 @@ unsafe extern "C" fn vmwlch_rs_del_dest(
     dest: *mut IpVsDest,
 ) {
     // SAFETY: per the contract.
-    let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
-    let inner = unsafe { st.inner_mut() };
-    inner.del_dest(svc, dest);
-    st.rebuild(inner);
+    unsafe { edit(st, |inner| inner.del_dest(svc, dest)) };
 }
 
 /// `upd_dest`: a destination's weight or flags were edited.
@@ -199,11 +205,10 @@ unsafe extern "C" fn vmwlch_rs_upd_dest(
     _svc: *mut IpVsService,
     _dest: *mut IpVsDest,
 ) {
+    // Nothing to record: the snapshot is rebuilt so that a weight set to 0
+    // takes the destination out of the views.
     // SAFETY: per the contract.
-    let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
-    let inner = unsafe { st.inner_mut() };
-    st.rebuild(inner);
+    unsafe { edit(st, |_| ()) };
 }
 
 /// `schedule`: pick a destination (NULL if none is eligible).
