@@ -77,6 +77,7 @@ extract_kernel() {
 build_kernel() {
     local src out; src="$(kernel_src_dir)"; out="$(kernel_build_dir)"
     if [ -f "$out/.built" ]; then
+        touch "$out/.last-used"
         return 0
     fi
     log "building the test kernel into $out (cold build: ~10 min on 2 cores)"
@@ -120,10 +121,14 @@ prune_kernels() {
     # Keep only the builds the current inputs would use (each is ~1-2 GB).
     local keep=("$(kernel_build_dir)")
     keep+=("$(VMWLCH_KERNEL_VARIANT=bench bash -c "source '$REPO/scripts/common.sh'; kernel_build_dir")")
+    # Builds used within the last 3 days stay too: other checkouts on this
+    # machine (branches, CI's clean clone) may run with other kernel inputs.
     local d
     for d in "$CACHE"/kernel/*; do
         [ -d "$d" ] || continue
-        [[ " ${keep[*]} " == *" $d "* ]] || { log "removing stale kernel build $d"; rm -rf "$d"; }
+        [[ " ${keep[*]} " == *" $d "* ]] && continue
+        [ -n "$(find "$d/.last-used" -mtime -3 2>/dev/null)" ] && continue
+        log "removing stale kernel build $d"; rm -rf "$d"
     done
 }
 

@@ -24,6 +24,7 @@ source "$(dirname "$0")/common.sh"
 KB="$(kernel_build_dir)"
 IMG="$KB/arch/x86/boot/bzImage"
 [ -f "$KB/.built" ] && [ -f "$IMG" ] || die "no test kernel at $KB: run scripts/setup.sh first"
+touch "$KB/.last-used" 2>/dev/null || true   # keeps setup.sh from pruning it
 command -v qemu-system-x86_64 >/dev/null || die "qemu missing: run scripts/setup.sh first"
 
 WORK="$(mktemp -d /tmp/vmwlch-vm.XXXXXX)"

@@ -29,6 +29,13 @@ wait_until() {
 _NETNS=()
 mkns() {
     local n
+    # Host-side namespace tests measure timings (elections, failover): one at
+    # a time per machine (other checkouts, a CI run), until the script exits.
+    if ! in_vm && [ -z "${VMWLCH_NETNS_LOCKED:-}" ]; then
+        exec 8>/run/lock/vmwlch-netns.lock
+        flock 8
+        export VMWLCH_NETNS_LOCKED=1
+    fi
     for n in "$@"; do
         ip netns add "$n"
         ip -n "$n" link set lo up
