@@ -983,7 +983,7 @@ pub fn process_options(argv: &[String], reading_stdin: bool) -> Result<Action, E
             }
             c if c == 'w' as i32 => {
                 set_opt(&mut options, OPTC_WEIGHT)?;
-                dest.weight = string_to_number(&arg_s, 0, 65535)
+                dest.weight = string_to_number(&arg_s, 0, i32::MAX as i64)
                     .ok_or_else(|| fail(2, "illegal weight specified"))?;
             }
             c if c == 'x' as i32 => {
@@ -1855,6 +1855,20 @@ mod tests {
                 assert_eq!(s.pe_name.as_deref(), Some("sip"));
             }
             a => panic!("{a:?}"),
+        }
+    }
+
+    #[test]
+    fn weight_range_is_debians() {
+        // Debian patches ipvsadm to take weights up to INT_MAX (bug #814348).
+        for (w, want) in [("70000", 70000), ("2147483647", 2147483647), ("0", 0)] {
+            match ok(&format!("-a -t 10.1.1.1:80 -r 10.2.0.30 -w {w}")) {
+                Action::Kernel(KOp {
+                    op: Op::AddDest(_, d),
+                    ..
+                }) => assert_eq!(d.weight, want),
+                a => panic!("{a:?}"),
+            }
         }
     }
 
