@@ -17,7 +17,7 @@ set -euo pipefail
 TRIALS=${1:-5}
 source "$(dirname "$0")/../tests/lib.sh"
 TEST_NAME=bench-failover
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 [ -x "$KEEPALIVED" ] || skip "keepalived not installed"
 command -v ping >/dev/null || skip "ping missing"

@@ -2,7 +2,7 @@
 # Two keepalive routers (priority 100 and 200) elect the higher priority;
 # the VIP is on exactly one router, states and metrics agree.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 ka_topology 2
 

@@ -5,7 +5,7 @@
 # plus a margin for this polling test. Then the old master comes back and
 # preempts.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 ka_topology 2
 MARGIN_MS=${MARGIN_MS:-80}

@@ -3,7 +3,7 @@
 # adverts) takes over after Skew_Time = (256-100)*100/256 = 60.9 ms plus a
 # margin for this polling test; the stopping master removes its VIP and exits 0.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 ka_topology 2
 MARGIN_MS=${MARGIN_MS:-60}

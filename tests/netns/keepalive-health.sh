@@ -5,7 +5,7 @@
 # file. States and counters are read from the metrics endpoint; the VRRP
 # master keeps advertising on time throughout (checks never block timers).
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 command -v python3 >/dev/null || skip "python3 missing"
 ka_topology 1

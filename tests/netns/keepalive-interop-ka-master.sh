@@ -3,6 +3,6 @@
 # higher priority. It is elected, keepalived takes over when keepalive is
 # killed, and the restarted keepalive preempts back; no invalid adverts.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 KA_HIGH=ka
-source "$REPO/keepalive/testlib/interop.sh"
+source "$REPO/tests/keepalive/interop.sh"

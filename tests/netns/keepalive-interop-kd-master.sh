@@ -3,6 +3,6 @@
 # the higher priority. keepalive stays backup (receiving valid adverts), takes
 # over when keepalived is killed, and yields when keepalived returns.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 KA_HIGH=kd
-source "$REPO/keepalive/testlib/interop.sh"
+source "$REPO/tests/keepalive/interop.sh"

@@ -6,11 +6,11 @@
 # reason in the metrics. A valid priority-255 advert then does preempt, which
 # shows the injected packets did reach the routers.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 command -v python3 >/dev/null || skip "python3 missing"
 ka_topology 2
-INJ="$REPO/keepalive/testlib/vrrp_inject.py"
+INJ="$REPO/tests/keepalive/vrrp_inject.py"
 
 ka_conf 1 100 > "$KA_DIR/1.yaml"
 ka_conf 2 200 > "$KA_DIR/2.yaml"

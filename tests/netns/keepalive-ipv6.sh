@@ -4,7 +4,7 @@
 # a SIGKILLed master is replaced within the master-down interval plus margin
 # (the new master sends unsolicited NAs so the client's neighbour cache follows).
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 ka_topology 2
 MARGIN_MS=${MARGIN_MS:-80}

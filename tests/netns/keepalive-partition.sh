@@ -2,7 +2,7 @@
 # A partition makes both routers master (each holds the VIP on its side);
 # healing converges to exactly one master, the higher priority.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 ka_topology 2
 

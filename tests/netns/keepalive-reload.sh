@@ -4,7 +4,7 @@
 # never goes away); an invalid file is rejected and the daemon keeps running;
 # raising the backup's priority by reload makes it preempt.
 source "$(dirname "$0")/../lib.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 ka_topology 2
 VIP2=192.0.2.101

@@ -36,7 +36,7 @@
 # timers add to the takeover: RTO 200 ms, then 400, 800 ms...).
 source "$(dirname "$0")/../lib.sh"
 in_vm || skip "run through scripts/vm.sh"
-source "$REPO/keepalive/testlib/netns.sh"
+source "$REPO/tests/keepalive/netns.sh"
 ka_need
 command -v python3 >/dev/null || skip "python3 missing"
 [ -x "$BIN/ipvsctl" ] || skip "$BIN/ipvsctl not built"
@@ -126,7 +126,7 @@ log "fe2 sync: $d2"
 # Long-lived connections, a line echoed on each every 50 ms.
 T="$KA_DIR/traffic"
 mkdir -p "$T"
-python3 "$REPO/keepalive/testlib/conn_sync_traffic.py" --client "$KA_CLIENT" \
+python3 "$REPO/tests/keepalive/conn_sync_traffic.py" --client "$KA_CLIENT" \
     --server "${RS_NS[0]}:10.1.0.11:80" --server "${RS_NS[1]}:10.1.0.12:80" \
     --vip "$KA_VIP" --port 80 --conns "$NCONN" --interval 0.05 --deadline 150 --dir "$T" \
     > "$T/out" 2> "$T/err" &

@@ -5,7 +5,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use keepalive::vrrp::packet::{self, ChecksumForm};
+use vrrp::packet::{self, ChecksumForm};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -325,7 +325,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    const HEADER: &str = include_str!("../../ipvs-sched-vmwlch/include/uapi/linux/vmwlch.h");
+    const HEADER: &str = include_str!("../../../ipvs-sched-vmwlch/include/uapi/linux/vmwlch.h");
 
     /// Values of every `#define` and enumerator in the header.
     fn header_values() -> HashMap<String, String> {

@@ -3,7 +3,7 @@
 //! its exact message and exit status, the kernel error texts of
 //! `ipvs_strerror`, listings and `-S` through [`crate::format`], and `-R`.
 //!
-//! Differences from ipvsadm (bugs fixed; see `ipvsctl/README.md`):
+//! Differences from ipvsadm (bugs fixed; see `crates/ipvsctl/README.md`):
 //! * `-M` is interpreted after all options are read, so `-M 64 -t [v6]:80`
 //!   keeps the IPv6 prefix (ipvsadm silently loses it);
 //! * real-server `--stats`/`--rate` counters are 64-bit;

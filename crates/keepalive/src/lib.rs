@@ -1,7 +1,8 @@
 //! keepalive: VRRPv3 front-end failover for IPVS directors.
 //!
-//! * [`vrrp::packet`]: the VRRPv3 codec (IPv4/IPv6, both IPv4 checksum forms);
-//! * [`vrrp::machine`]: the sans-IO protocol state machine;
+//! The protocol itself (codec and sans-IO state machine) is the [`vrrp`]
+//! crate; this crate is the IO around it:
+//!
 //! * [`config`]: the YAML file with located errors;
 //! * [`daemon`]: the thin IO layer (raw sockets, rtnetlink, GARP/NA, signals);
 //! * [`health`]: real-server checks; [`ipvs`]: the IPVS side behind a trait;
@@ -17,4 +18,3 @@ pub mod realtime;
 pub mod rtnl;
 pub mod sdnotify;
 pub mod sys;
-pub mod vrrp;

@@ -5,8 +5,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use keepalive::vrrp::packet::{self, Advert, ChecksumForm};
 use proptest::prelude::*;
+use vrrp::packet::{self, Advert, ChecksumForm};
 
 fn v4() -> impl Strategy<Value = IpAddr> {
     any::<u32>().prop_map(|a| IpAddr::V4(Ipv4Addr::from(a)))

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use crate::vrrp::packet::ChecksumForm;
+use vrrp::packet::ChecksumForm;
 
 /// A configuration error with a location (path and, where known, line/column).
 #[derive(Debug, thiserror::Error)]

@@ -26,8 +26,9 @@ pub const HEADER_LEN: usize = 8;
 pub const MAX_ADVER_INT_CS: u16 = 0x0fff;
 
 /// Which checksum computation covers an IPv4 VRRPv3 message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum ChecksumForm {
     /// RFC 5798 as read by keepalived (default) and older FRR: IPv4 pseudo-header + message.
     PseudoHeader,

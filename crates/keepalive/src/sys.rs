@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::sys::socket::{self as ns, sockopt, AddressFamily, SockFlag, SockProtocol, SockType};
 
-use crate::vrrp::packet::IPPROTO_VRRP;
+use vrrp::packet::IPPROTO_VRRP;
 
 fn setopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> io::Result<()> {
     // SAFETY: `val` points to a live, initialised T of the given size for the
@@ -95,7 +95,7 @@ impl VrrpSocket {
         let _ = setopt(raw, libc::IPPROTO_IP, libc::IP_MULTICAST_ALL, &0i32);
         let mreqn = libc::ip_mreqn {
             imr_multiaddr: libc::in_addr {
-                s_addr: u32::from(crate::vrrp::packet::MCAST_V4).to_be(),
+                s_addr: u32::from(vrrp::packet::MCAST_V4).to_be(),
             },
             imr_address: libc::in_addr { s_addr: 0 },
             imr_ifindex: ifindex as libc::c_int,
@@ -134,7 +134,7 @@ impl VrrpSocket {
         if join {
             let mreq = libc::ipv6_mreq {
                 ipv6mr_multiaddr: libc::in6_addr {
-                    s6_addr: crate::vrrp::packet::MCAST_V6.octets(),
+                    s6_addr: vrrp::packet::MCAST_V6.octets(),
                 },
                 ipv6mr_interface: ifindex,
             };

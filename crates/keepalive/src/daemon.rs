@@ -1,5 +1,5 @@
 //! The IO layer: sockets, timers, signals, role actions. Everything protocol
-//! related is decided by [`crate::vrrp::machine::Machine`]; this module only
+//! related is decided by [`vrrp::machine::Machine`]; this module only
 //! carries packets in and executes the actions out.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -24,8 +24,8 @@ use crate::metrics::{self, Shared};
 use crate::rtnl::{Link, Rtnl};
 use crate::sdnotify;
 use crate::sys::{Icmp6Socket, PacketSocket, VrrpSocket};
-use crate::vrrp::machine::{Action, Input, Machine, Params, State, Time};
-use crate::vrrp::packet::{self, Advert, ChecksumForm, ParseError, MCAST_V4, MCAST_V6, VRRP_TTL};
+use vrrp::machine::{Action, Input, Machine, Params, State, Time};
+use vrrp::packet::{self, Advert, ChecksumForm, ParseError, MCAST_V4, MCAST_V6, VRRP_TTL};
 
 type SockKey = (String, bool);
 
