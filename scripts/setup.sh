@@ -82,6 +82,7 @@ build_kernel() {
     fi
     log "building the test kernel into $out (cold build: ~10 min on 2 cores)"
     rm -rf "$out"; mkdir -p "$out"
+    touch "$out/.last-used"   # a build in use is never pruned by another checkout
     local t0=$SECONDS
     make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" tinyconfig
     "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${KFRAGS[@]}" >/dev/null
@@ -98,7 +99,7 @@ build_kernel() {
     done
     [ $missing = 0 ] || die "the kernel config lost options above (is 'make rustavailable' happy?)"
     make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" -j"$(nproc)" bzImage modules
-    touch "$out/.built"
+    touch "$out/.built" "$out/.last-used"
     log "kernel built in $((SECONDS - t0)) s: $(cat "$out/include/config/kernel.release")"
 }
 
