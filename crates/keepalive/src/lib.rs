@@ -4,7 +4,8 @@
 //! crate; this crate is the IO around it:
 //!
 //! * [`config`]: the YAML file with located errors;
-//! * [`daemon`]: the thin IO layer (raw sockets, rtnetlink, GARP/NA, signals);
+//! * [`daemon`]: the IO around the VRRP machines, one file per job;
+//! * [`source`]: where the desired IPVS state comes from;
 //! * [`health`]: real-server checks; [`ipvs`]: the IPVS side behind a trait;
 //! * [`metrics`]: Prometheus text endpoint; [`sdnotify`]: systemd readiness;
 //! * [`realtime`]: SCHED_FIFO and mlockall for the event loop.
@@ -17,4 +18,5 @@ pub mod metrics;
 pub mod realtime;
 pub mod rtnl;
 pub mod sdnotify;
+pub mod source;
 pub mod sys;
