@@ -15,14 +15,14 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::config;
-use crate::conn;
 use crate::format;
-use crate::ipvs::{
+use ipvs_netlink::conn;
+use ipvs_netlink::ipvs::{
     Client, DaemonState, Dest, Error, Family, Forward, Netmask, Protocol, Service, ServiceKey,
     Stats, SyncDaemon, Timeouts, TunnelCsum, TunnelType,
 };
-use crate::netlink::Netlink;
-use crate::vmwlch::{self, HostMap};
+use ipvs_netlink::vmwlch::{self, HostMap};
+use ipvs_netlink::Netlink;
 
 /// Words that select the modern interface when they come first.
 const SUBCOMMANDS: &[&str] = &[
@@ -903,7 +903,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Fail> {
                 }
                 fmt => {
                     let mut v: Vec<&(Service, Vec<Dest>)> = entries.iter().collect();
-                    v.sort_by(|a, b| format::natural_cmp(&a.0.key, &b.0.key));
+                    v.sort_by_key(|e| e.0.key);
                     let view = ListView {
                         version: info.version_string(),
                         conn_tab_size: info.conn_tab_size,
@@ -943,9 +943,9 @@ fn dispatch(cmd: Cmd) -> Result<(), Fail> {
                         c.protocol,
                         c.state,
                         c.expires,
-                        crate::ipvs::fmt_addr_port(&c.client, c.client_port),
-                        crate::ipvs::fmt_addr_port(&c.virtual_addr, c.virtual_port),
-                        crate::ipvs::fmt_addr_port(&c.dest, c.dest_port)
+                        ipvs_netlink::ipvs::fmt_addr_port(&c.client, c.client_port),
+                        ipvs_netlink::ipvs::fmt_addr_port(&c.virtual_addr, c.virtual_port),
+                        ipvs_netlink::ipvs::fmt_addr_port(&c.dest, c.dest_port)
                     ));
                 }
                 s

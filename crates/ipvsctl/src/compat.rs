@@ -16,14 +16,15 @@ pub mod popt;
 use std::io::{BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::conn;
+use crate::conn_format;
 use crate::format::{self, *};
-use crate::ipvs::consts::*;
-use crate::ipvs::{
+use crate::names::{self, LibcResolver, Numeric, Resolver};
+use ipvs_netlink::ipvs::consts::*;
+use ipvs_netlink::ipvs::flags::{sched_flag, SchedFlagError};
+use ipvs_netlink::ipvs::{
     Client, DaemonState, Dest, Error, Family, Forward, Info, Netmask, Op, Protocol, Service,
     ServiceKey, SyncDaemon, Timeouts, TunnelCsum, TunnelType,
 };
-use crate::names::{self, LibcResolver, Numeric, Resolver};
 use popt::{ArgKind, Next, OptDef, Popt};
 
 /// `ipvsadm -v`.
@@ -628,22 +629,15 @@ fn parse_sched_flags(sched: &str, arg: &str) -> Result<u32, Exit> {
         return Err(fail(2, "invalid scheduler flag `(null)'"));
     }
     for flag in toks {
-        match flag {
-            "flag-1" => flags |= IP_VS_SVC_F_SCHED1,
-            "flag-2" => flags |= IP_VS_SVC_F_SCHED2,
-            "flag-3" => flags |= IP_VS_SVC_F_SCHED3,
-            "sh-fallback" | "sh-port" | "mh-fallback" | "mh-port" => {
-                flags |= if flag.ends_with("fallback") {
-                    IP_VS_SVC_F_SCHED1
-                } else {
-                    IP_VS_SVC_F_SCHED2
-                };
-                if sched != &flag[..2] {
-                    return Err(fail(2, format!("incompatible scheduler flag `{flag}'")));
-                }
+        flags |= match sched_flag(sched, flag) {
+            Ok(bit) => bit,
+            Err(SchedFlagError::Unknown) => {
+                return Err(fail(2, format!("invalid scheduler flag `{flag}'")))
             }
-            _ => return Err(fail(2, format!("invalid scheduler flag `{flag}'"))),
-        }
+            Err(SchedFlagError::Incompatible { .. }) => {
+                return Err(fail(2, format!("incompatible scheduler flag `{flag}'")))
+            }
+        };
     }
     Ok(flags)
 }
@@ -732,7 +726,7 @@ pub fn ipvs_strerror(errno: i32, func: Func) -> String {
         libc::EOPNOTSUPP => "Operation not supported with IPv6".into(),
         libc::EAFNOSUPPORT => "Operation not supported with specified address family".into(),
         libc::EMSGSIZE => "Module is wrong version".into(),
-        e => crate::netlink::strerror(e),
+        e => ipvs_netlink::strerror(e),
     }
 }
 
@@ -1550,7 +1544,7 @@ impl Compat<'_> {
 
     fn list(&mut self, req: &ListReq) -> Result<(), ExitCode> {
         match req {
-            ListReq::Conn(f) => match conn::list_ipvsadm(*f, &*Self::resolver(*f)) {
+            ListReq::Conn(f) => match conn_format::list_ipvsadm(*f, &*Self::resolver(*f)) {
                 Ok(s) => {
                     self.out.out(&s);
                     Ok(())

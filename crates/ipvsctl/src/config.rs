@@ -41,12 +41,13 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use serde::{Deserialize, Serialize};
 
-use crate::ipvs::consts::*;
-use crate::ipvs::{
+use ipvs_netlink::ipvs::consts::*;
+use ipvs_netlink::ipvs::flags::{sched_flag, sched_flag_list, sched_flag_names, SchedFlagError};
+use ipvs_netlink::ipvs::{
     Client, Dest, Error, Family, Forward, Netmask, Op, Protocol, Service, ServiceKey, TunnelCsum,
     TunnelType,
 };
-use crate::vmwlch::{self, HostMap, HostState};
+use ipvs_netlink::vmwlch::{self, HostMap, HostState};
 
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -462,20 +463,14 @@ fn spec_key(s: &ServiceSpec) -> Option<ServiceKey> {
 }
 
 fn parse_flag(sched: &str, f: &str) -> Result<u32, String> {
-    match f {
-        "flag-1" => Ok(IP_VS_SVC_F_SCHED1),
-        "flag-2" => Ok(IP_VS_SVC_F_SCHED2),
-        "flag-3" => Ok(IP_VS_SVC_F_SCHED3),
-        "sh-fallback" | "sh-port" | "mh-fallback" | "mh-port" => {
-            if sched != &f[..2] {
-                return Err(format!("scheduler flag `{f}' needs scheduler {}", &f[..2]));
-            }
-            Ok(if f.ends_with("fallback") { IP_VS_SVC_F_SCHED1 } else { IP_VS_SVC_F_SCHED2 })
+    sched_flag(sched, f).map_err(|e| match e {
+        SchedFlagError::Incompatible { needs } => {
+            format!("scheduler flag `{f}' needs scheduler {needs}")
         }
-        _ => Err(format!(
-            "unknown scheduler flag `{f}' (flag-1, flag-2, flag-3, sh-fallback, sh-port, mh-fallback, mh-port)"
-        )),
-    }
+        SchedFlagError::Unknown => {
+            format!("unknown scheduler flag `{f}' ({})", sched_flag_list())
+        }
+    })
 }
 
 fn service_from_spec(
@@ -830,7 +825,7 @@ pub fn from_state(
 ) -> ClusterConfig {
     let services = services.map(|list| {
         let mut v: Vec<&(Service, Vec<Dest>)> = list.iter().collect();
-        v.sort_by(|a, b| crate::format::natural_cmp(&a.0.key, &b.0.key));
+        v.sort_by_key(|e| e.0.key);
         v.into_iter()
             .map(|(s, ds)| {
                 let mut spec = ServiceSpec {
@@ -865,20 +860,10 @@ pub fn from_state(
                 }
                 spec.pe = s.pe_name.clone();
                 spec.one_packet = s.one_packet();
-                let sh = s.scheduler == "sh" || s.scheduler == "mh";
-                for (bit, name) in [
-                    (IP_VS_SVC_F_SCHED1, 1),
-                    (IP_VS_SVC_F_SCHED2, 2),
-                    (IP_VS_SVC_F_SCHED3, 3),
-                ] {
-                    if s.flags & bit != 0 {
-                        spec.sched_flags.push(match (sh, name) {
-                            (true, 1) => format!("{}-fallback", s.scheduler),
-                            (true, 2) => format!("{}-port", s.scheduler),
-                            _ => format!("flag-{name}"),
-                        });
-                    }
-                }
+                spec.sched_flags = sched_flag_names(&s.scheduler, s.flags)
+                    .into_iter()
+                    .map(String::from)
+                    .collect();
                 let mut ds: Vec<&Dest> = ds.iter().collect();
                 ds.sort_by_key(|d| (d.addr, d.port));
                 spec.dests = ds
@@ -1016,7 +1001,7 @@ impl fmt::Display for Plan {
 fn dest_desc(d: &Dest) -> String {
     let mut s = format!(
         "{} {} weight {}",
-        crate::ipvs::fmt_addr_port(&d.addr, d.port),
+        ipvs_netlink::ipvs::fmt_addr_port(&d.addr, d.port),
         d.fwd.name(),
         d.weight
     );
@@ -1299,12 +1284,12 @@ fn removal(
                 text: format!(
                     "~   dest {} -> {} weight 0 (drain)",
                     key,
-                    crate::ipvs::fmt_addr_port(&c.addr, c.port)
+                    ipvs_netlink::ipvs::fmt_addr_port(&c.addr, c.port)
                 ),
             });
             notes.push(format!(
                 "{} of {} is draining; apply again to delete it once it has no connections",
-                crate::ipvs::fmt_addr_port(&c.addr, c.port),
+                ipvs_netlink::ipvs::fmt_addr_port(&c.addr, c.port),
                 key
             ));
             return true;
@@ -1312,7 +1297,7 @@ fn removal(
         if c.active_conns + c.inact_conns > 0 {
             notes.push(format!(
                 "{} of {} is draining ({} active, {} inactive connections)",
-                crate::ipvs::fmt_addr_port(&c.addr, c.port),
+                ipvs_netlink::ipvs::fmt_addr_port(&c.addr, c.port),
                 key,
                 c.active_conns,
                 c.inact_conns
@@ -1326,7 +1311,7 @@ fn removal(
         text: format!(
             "-   dest {} -> {}",
             key,
-            crate::ipvs::fmt_addr_port(&c.addr, c.port)
+            ipvs_netlink::ipvs::fmt_addr_port(&c.addr, c.port)
         ),
     });
     false

@@ -9,16 +9,16 @@
 //! One deliberate difference: real-server counters in `--stats`/`--rate`
 //! are the full 64-bit values (ipvsadm truncates them to 32 bits, a bug).
 
-use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::ipvs::consts::*;
-use crate::ipvs::{
+use crate::names::Resolver;
+use ipvs_netlink::ipvs::consts::*;
+use ipvs_netlink::ipvs::flags::sched_flag_names;
+use ipvs_netlink::ipvs::{
     Dest, Family, Forward, Info, Netmask, Protocol, Service, ServiceKey, SyncDaemon, Timeouts,
     TunnelCsum, TunnelType,
 };
-use crate::names::Resolver;
 
 /// No format flags.
 pub const FMT_NONE: u32 = 0x0000;
@@ -175,30 +175,13 @@ pub fn largenum(i: u64, format: u32) -> String {
 }
 
 fn sched_flags(svc: &Service) -> String {
-    let mut v = Vec::new();
-    match svc.scheduler.as_str() {
-        "sh" | "mh" => {
-            let p = &svc.scheduler;
-            if svc.flags & IP_VS_SVC_F_SCHED1 != 0 {
-                v.push(format!("{p}-fallback"));
-            }
-            if svc.flags & IP_VS_SVC_F_SCHED2 != 0 {
-                v.push(format!("{p}-port"));
-            }
-        }
-        _ => {
-            if svc.flags & IP_VS_SVC_F_SCHED1 != 0 {
-                v.push("flag-1".into());
-            }
-            if svc.flags & IP_VS_SVC_F_SCHED2 != 0 {
-                v.push("flag-2".into());
-            }
-            if svc.flags & IP_VS_SVC_F_SCHED3 != 0 {
-                v.push("flag-3".into());
-            }
-        }
-    }
-    v.join(",")
+    let own = matches!(svc.scheduler.as_str(), "sh" | "mh");
+    // ipvsadm names only the sh/mh bits of those schedulers (no flag-3).
+    sched_flag_names(&svc.scheduler, svc.flags)
+        .into_iter()
+        .filter(|n| !(own && n.starts_with("flag-")))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Title lines (`print_title`).
@@ -756,32 +739,12 @@ fn msort_rec<T: Copy>(b: &mut [T], tmp: &mut [T], cmp: &impl Fn(&T, &T) -> i32) 
     b[..k].copy_from_slice(&tmp[..k]);
 }
 
-/// A total order on services used by the modern (non-ipvsadm) listings.
-pub fn natural_cmp(a: &ServiceKey, b: &ServiceKey) -> Ordering {
-    let rank = |k: &ServiceKey| match k {
-        ServiceKey::Addr {
-            protocol,
-            addr,
-            port,
-        } => (
-            0u8,
-            addr.is_ipv6(),
-            words(addr),
-            protocol.number(),
-            *port,
-            0u32,
-        ),
-        ServiceKey::Fwmark { family, mark } => (1u8, *family == Family::Inet6, [0; 4], 0, 0, *mark),
-    };
-    rank(a).cmp(&rank(b))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::ipvs::Stats;
     use crate::names::{Numeric, StaticResolver};
+    use ipvs_netlink::ipvs::Stats;
     use std::net::Ipv4Addr;
 
     #[test]
@@ -1006,7 +969,7 @@ mod tests {
             }),
             "Timeout (tcp tcpfin udp): 900 120 300\n"
         );
-        let mut d = SyncDaemon::new(crate::ipvs::DaemonState::Master, "eth0");
+        let mut d = SyncDaemon::new(ipvs_netlink::ipvs::DaemonState::Master, "eth0");
         d.sync_maxlen = Some(1472);
         d.mcast_group = Some(ip("224.0.0.81"));
         d.mcast_port = Some(8848);

@@ -40,9 +40,6 @@
 pub mod cli;
 pub mod compat;
 pub mod config;
-pub mod conn;
+pub mod conn_format;
 pub mod format;
-pub mod ipvs;
 pub mod names;
-pub mod netlink;
-pub mod vmwlch;

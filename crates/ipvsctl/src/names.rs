@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::net::{IpAddr, Ipv4Addr};
 
-use crate::ipvs::Protocol;
+use ipvs_netlink::ipvs::Protocol;
 
 /// Name resolution used by the non-numeric listings.
 pub trait Resolver {

@@ -173,14 +173,15 @@ impl IpvsBackend for NullBackend {
 /// recovers on the next apply.
 #[derive(Default)]
 pub struct IpvsctlBackend {
-    client: Option<ipvsctl::ipvs::Client>,
+    client: Option<ipvs_netlink::ipvs::Client>,
 }
 
 impl IpvsctlBackend {
-    fn client(&mut self) -> anyhow::Result<&mut ipvsctl::ipvs::Client> {
+    fn client(&mut self) -> anyhow::Result<&mut ipvs_netlink::ipvs::Client> {
         if self.client.is_none() {
             self.client = Some(
-                ipvsctl::ipvs::Client::open().map_err(|e| anyhow::anyhow!("IPVS netlink: {e}"))?,
+                ipvs_netlink::ipvs::Client::open()
+                    .map_err(|e| anyhow::anyhow!("IPVS netlink: {e}"))?,
             );
         }
         self.client
@@ -190,7 +191,7 @@ impl IpvsctlBackend {
 
     fn with_client<T>(
         &mut self,
-        f: impl FnOnce(&mut ipvsctl::ipvs::Client) -> Result<T, ipvsctl::netlink::Error>,
+        f: impl FnOnce(&mut ipvs_netlink::ipvs::Client) -> Result<T, ipvs_netlink::Error>,
     ) -> anyhow::Result<T> {
         let r = f(self.client()?);
         if r.is_err() {
@@ -203,7 +204,7 @@ impl IpvsctlBackend {
 /// Apply health-check results to the desired state: failed destinations get
 /// weight 0 (quiesce) or are left out (remove).
 pub fn override_down(desired: &mut ipvsctl::config::Desired, down: &[DownDest]) {
-    use ipvsctl::ipvs::ServiceKey;
+    use ipvs_netlink::ipvs::ServiceKey;
     let Some(services) = desired.services.as_mut() else {
         return;
     };
@@ -216,7 +217,8 @@ pub fn override_down(desired: &mut ipvsctl::config::Desired, down: &[DownDest]) 
             if dd.service.is_some() && dd.service != vaddr {
                 continue;
             }
-            let hit = |d: &ipvsctl::ipvs::Dest| d.addr == dd.dest.ip() && d.port == dd.dest.port();
+            let hit =
+                |d: &ipvs_netlink::ipvs::Dest| d.addr == dd.dest.ip() && d.port == dd.dest.port();
             match dd.action {
                 OnFailure::Quiesce => dests
                     .iter_mut()
@@ -256,7 +258,7 @@ impl IpvsBackend for IpvsctlBackend {
     }
 
     fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
-        use ipvsctl::ipvs::{DaemonState, SyncDaemon};
+        use ipvs_netlink::ipvs::{DaemonState, SyncDaemon};
         let want = match role {
             SyncRole::Master => DaemonState::Master,
             SyncRole::Backup => DaemonState::Backup,

@@ -9,8 +9,9 @@
 use std::net::IpAddr;
 
 use super::consts::*;
-use super::types::*;
-use crate::netlink::{addr_from_bytes, addr_to_bytes16, Attr, Attrs, Error, FamilyName, GenlBody};
+use super::*;
+use crate::attr::{addr_from_bytes, addr_to_bytes16};
+use crate::{Attr, Attrs, Error, FamilyName, GenlBody};
 
 /// The `IPVS` generic netlink family.
 #[derive(Debug, Clone, Default)]
@@ -394,7 +395,7 @@ pub fn parse_info(a: &Attrs<'_>) -> Result<Info, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlink::encode_request;
+    use crate::genl::encode_request;
     use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST};
     use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -493,7 +494,7 @@ mod tests {
         let b = enc(del_dest(&key, &d));
         assert_eq!(b[16], IPVS_CMD_DEL_DEST);
         // DEST nest carries only family, address and port.
-        let body = crate::netlink::Attrs::parse(&b[20..]).unwrap();
+        let body = crate::Attrs::parse(&b[20..]).unwrap();
         let dn = body.nested(IPVS_CMD_ATTR_DEST).unwrap().unwrap();
         assert_eq!(dn.u16(IPVS_DEST_ATTR_ADDR_FAMILY).unwrap(), Some(10));
         assert!(!dn.has(IPVS_DEST_ATTR_WEIGHT));
@@ -587,7 +588,7 @@ mod tests {
             vec![Attr::Nested(IPVS_CMD_ATTR_SERVICE, svc)],
         );
         let bytes = enc(body);
-        let attrs = crate::netlink::Attrs::parse(&bytes[20..]).unwrap();
+        let attrs = crate::Attrs::parse(&bytes[20..]).unwrap();
         let s = parse_service(&attrs.nested(IPVS_CMD_ATTR_SERVICE).unwrap().unwrap()).unwrap();
         assert_eq!(s.key, ServiceKey::udp("2001:db8::1".parse().unwrap(), 53));
         assert_eq!(
@@ -628,7 +629,7 @@ mod tests {
             vec![Attr::Nested(IPVS_CMD_ATTR_DEST, dest)],
         );
         let bytes = enc(body);
-        let attrs = crate::netlink::Attrs::parse(&bytes[20..]).unwrap();
+        let attrs = crate::Attrs::parse(&bytes[20..]).unwrap();
         let d = parse_dest(
             &attrs.nested(IPVS_CMD_ATTR_DEST).unwrap().unwrap(),
             Family::Inet,
@@ -667,7 +668,7 @@ mod tests {
             IPVS_CMD_NEW_DAEMON,
             vec![Attr::Nested(IPVS_CMD_ATTR_DAEMON, d)],
         ));
-        let attrs = crate::netlink::Attrs::parse(&bytes[20..]).unwrap();
+        let attrs = crate::Attrs::parse(&bytes[20..]).unwrap();
         let d = parse_daemon(&attrs.nested(IPVS_CMD_ATTR_DAEMON).unwrap().unwrap())
             .unwrap()
             .unwrap();

@@ -1,8 +1,8 @@
 //! Typed client for the kernel's `IPVS` generic netlink family.
 //!
 //! ```no_run
-//! use ipvsctl::ipvs::{Client, Dest, Service, ServiceKey, Forward};
-//! # fn main() -> Result<(), ipvsctl::ipvs::Error> {
+//! use ipvs_netlink::ipvs::{Client, Dest, Service, ServiceKey, Forward};
+//! # fn main() -> Result<(), ipvs_netlink::Error> {
 //! let mut c = Client::open()?;
 //! let key = ServiceKey::tcp("10.0.0.1".parse().unwrap(), 80);
 //! c.add_service(&Service::new(key).with_scheduler("rr"))?;
@@ -15,16 +15,23 @@
 //!
 //! Every method uses the one socket of the client; the family id is resolved
 //! once in [`Client::open`]. Bulk changes go through [`Client::execute`],
-//! which pipelines the requests (see [`crate::netlink::Netlink::pipeline`]).
+//! which pipelines the requests (see [`crate::Netlink::pipeline`]).
 
 pub mod codec;
 pub mod consts;
-mod types;
+mod daemon;
+mod dest;
+pub mod flags;
+mod key;
+mod service;
 
-pub use crate::netlink::Error;
-pub use types::*;
+pub use crate::Error;
+pub use daemon::{DaemonState, Info, SyncDaemon, Timeouts};
+pub use dest::{Dest, Forward, TunnelCsum, TunnelType};
+pub use key::{fmt_addr_port, Family, Protocol, ServiceKey};
+pub use service::{Netmask, Service, Stats};
 
-use crate::netlink::{Attrs, Netlink};
+use crate::{Attrs, Netlink};
 use codec::IpvsFamily;
 use consts::*;
 
@@ -137,14 +144,16 @@ impl Client {
     }
 
     fn ack(&mut self, msg: codec::IpvsMsg) -> Result<(), Error> {
-        self.nl.request::<IpvsFamily>(self.family, msg).map(|_| ())
+        self.nl
+            .genl_request::<IpvsFamily>(self.family, msg)
+            .map(|_| ())
     }
 
     /// Module version and connection table size.
     pub fn info(&mut self) -> Result<Info, Error> {
         let r = self
             .nl
-            .request::<IpvsFamily>(self.family, codec::get_info())?;
+            .genl_request::<IpvsFamily>(self.family, codec::get_info())?;
         let m = r
             .first()
             .ok_or_else(|| Error::Decode("no GET_INFO reply".into()))?;
@@ -155,7 +164,7 @@ impl Client {
     pub fn services(&mut self) -> Result<Vec<Service>, Error> {
         let mut out = Vec::new();
         self.nl
-            .dump_each::<IpvsFamily>(self.family, codec::dump_services(), |_, raw| {
+            .genl_dump_each::<IpvsFamily>(self.family, codec::dump_services(), |_, raw| {
                 if let Some(s) = Attrs::parse(raw)?.nested(IPVS_CMD_ATTR_SERVICE)? {
                     out.push(codec::parse_service(&s)?);
                 }
@@ -168,7 +177,7 @@ impl Client {
     pub fn service(&mut self, key: &ServiceKey) -> Result<Service, Error> {
         let r = self
             .nl
-            .request::<IpvsFamily>(self.family, codec::get_service(key))?;
+            .genl_request::<IpvsFamily>(self.family, codec::get_service(key))?;
         for m in &r {
             if let Some(s) = m.attrs()?.nested(IPVS_CMD_ATTR_SERVICE)? {
                 return codec::parse_service(&s);
@@ -193,7 +202,7 @@ impl Client {
         let mut out = Vec::new();
         let family = key.family();
         self.nl
-            .dump_each::<IpvsFamily>(self.family, codec::dump_dests(key), |_, raw| {
+            .genl_dump_each::<IpvsFamily>(self.family, codec::dump_dests(key), |_, raw| {
                 if let Some(d) = Attrs::parse(raw)?.nested(IPVS_CMD_ATTR_DEST)? {
                     out.push(codec::parse_dest_with(&d, family, counters)?);
                 }
@@ -258,7 +267,7 @@ impl Client {
     pub fn timeouts(&mut self) -> Result<Timeouts, Error> {
         let r = self
             .nl
-            .request::<IpvsFamily>(self.family, codec::get_config())?;
+            .genl_request::<IpvsFamily>(self.family, codec::get_config())?;
         let m = r
             .first()
             .ok_or_else(|| Error::Decode("no GET_CONFIG reply".into()))?;
@@ -272,7 +281,7 @@ impl Client {
     pub fn daemons(&mut self) -> Result<Vec<SyncDaemon>, Error> {
         let r = self
             .nl
-            .dump::<IpvsFamily>(self.family, codec::dump_daemons())?;
+            .genl_dump::<IpvsFamily>(self.family, codec::dump_daemons())?;
         let mut out = Vec::new();
         for m in &r {
             if let Some(d) = m.attrs()?.nested(IPVS_CMD_ATTR_DAEMON)? {
@@ -297,7 +306,7 @@ impl Client {
     /// accepted it. A failed operation does not stop the following ones.
     pub fn execute(&mut self, ops: &[Op]) -> Result<Vec<Result<(), Error>>, Error> {
         let msgs = ops.iter().map(Op::to_msg).collect();
-        self.nl.pipeline::<IpvsFamily>(self.family, msgs)
+        self.nl.genl_pipeline::<IpvsFamily>(self.family, msgs)
     }
 
     /// Start a batch of operations (see [`Batch`]).
