@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use crate::config;
 use crate::format;
+use ipvs_cluster as cluster;
 use ipvs_netlink::conn;
 use ipvs_netlink::ipvs::{
     Client, DaemonState, Dest, Error, Family, Forward, Netmask, Protocol, Service, ServiceKey,
@@ -540,29 +540,12 @@ fn svc_key(kind: &str, target: &str, ipv6: bool) -> Result<ServiceKey, Fail> {
 fn service_from(svc: &SvcArgs, p: &SvcParams) -> Result<Service, Fail> {
     // Build a one-service cluster spec and reuse the file validation.
     let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
-    let mut spec = config::ServiceSpec {
-        scheduler: p.scheduler.clone(),
-        ..Default::default()
-    };
-    match key {
-        ServiceKey::Addr {
-            protocol,
-            addr,
-            port,
-        } => {
-            spec.protocol = Some(protocol);
-            spec.address = Some(addr);
-            spec.port = Some(port);
-        }
-        ServiceKey::Fwmark { family, mark } => {
-            spec.fwmark = Some(mark);
-            spec.family = Some(family);
-        }
-    }
+    let mut spec = cluster::ServiceSpec::for_key(key);
+    spec.scheduler = p.scheduler.clone();
     spec.persistent = p.persistent;
     spec.netmask = p.netmask.as_ref().map(|m| match m.parse::<u32>() {
-        Ok(n) => config::NetmaskSpec::Prefix(n),
-        Err(_) => config::NetmaskSpec::Mask(m.clone()),
+        Ok(n) => cluster::NetmaskSpec::Prefix(n),
+        Err(_) => cluster::NetmaskSpec::Mask(m.clone()),
     });
     spec.pe = p.pe.clone();
     spec.sched_flags = p
@@ -571,11 +554,11 @@ fn service_from(svc: &SvcArgs, p: &SvcParams) -> Result<Service, Fail> {
         .map(|f| f.split(',').map(String::from).collect())
         .unwrap_or_default();
     spec.one_packet = p.ops;
-    let cfg = config::ClusterConfig {
+    let cfg = cluster::ClusterSpec {
         services: Some(vec![spec]),
         ..Default::default()
     };
-    let d = config::validate(&cfg).map_err(|errs| {
+    let d = cluster::validate(&cfg).map_err(|errs| {
         usage(
             errs.into_iter()
                 .map(|(_, m)| m)
@@ -624,7 +607,7 @@ fn print_out<T: Serialize>(fmt: OutFmt, v: &T, text: impl FnOnce() -> String) ->
     let s = match fmt {
         OutFmt::Text => text(),
         OutFmt::Json => serde_json::to_string_pretty(v).map_err(|e| Fail(1, e.to_string()))? + "\n",
-        OutFmt::Yaml => serde_yaml::to_string(v).map_err(|e| Fail(1, e.to_string()))?,
+        OutFmt::Yaml => ipvs_cluster::yaml::to_string(v).map_err(|e| Fail(1, e))?,
     };
     print!("{s}");
     Ok(())
@@ -711,12 +694,7 @@ pub struct TunnelView {
 
 /// The view of a service and its real servers.
 pub fn service_view(s: &Service, ds: &[Dest]) -> ServiceView {
-    let cfg = config::from_state(Some(&[(s.clone(), vec![])]), None);
-    let sched_flags = cfg
-        .services
-        .and_then(|mut v| v.pop())
-        .map(|sp| sp.sched_flags)
-        .unwrap_or_default();
+    let sched_flags = cluster::kernel::service_spec(s, &[]).sched_flags;
     let (protocol, address, port, fwmark) = match s.key {
         ServiceKey::Addr {
             protocol,
@@ -786,18 +764,18 @@ fn read_file(path: &PathBuf) -> Result<String, Fail> {
     }
 }
 
-fn load(path: &PathBuf, drain: bool) -> Result<config::Desired, Fail> {
+fn load(path: &PathBuf, drain: bool) -> Result<cluster::Desired, Fail> {
     let text = read_file(path)?;
-    match config::parse(&text) {
+    match cluster::parse(&text) {
         Ok((_, mut d)) => {
             if drain {
-                d.remove = config::RemovePolicy::Drain;
+                d.remove = cluster::RemovePolicy::Drain;
             }
             Ok(d)
         }
         Err(errs) => {
             let name = path.display().to_string();
-            let msgs: Vec<String> = errs.iter().map(|e| format!("{name}:{e}")).collect();
+            let msgs: Vec<String> = errs.iter().map(|e| e.in_file(&name)).collect();
             Err(Fail(
                 2,
                 format!("invalid cluster file:\n{}", msgs.join("\n")),
@@ -1005,20 +983,20 @@ fn dispatch(cmd: Cmd) -> Result<(), Fail> {
         Cmd::Plan(a) => {
             let d = load(&a.file, a.drain)?;
             let mut c = Client::open()?;
-            let cur = config::read_current(&mut c, d.hosts.is_some())?;
-            print!("{}", config::plan(&d, &cur));
+            let cur = cluster::read_current(&mut c, d.hosts.is_some())?;
+            print!("{}", cluster::plan(&d, &cur));
             Ok(())
         }
         Cmd::Apply(a) => {
             let d = load(&a.file, a.drain)?;
             let mut c = Client::open()?;
-            let cur = config::read_current(&mut c, d.hosts.is_some())?;
-            let p = config::plan(&d, &cur);
+            let cur = cluster::read_current(&mut c, d.hosts.is_some())?;
+            let p = cluster::plan(&d, &cur);
             if a.dry_run || p.is_empty() {
                 print!("{p}");
                 return Ok(());
             }
-            let report = config::apply(&mut c, &p)?;
+            let report = cluster::apply(&mut c, &p)?;
             print!("{report}");
             for n in &p.notes {
                 println!("# {n}");
@@ -1058,7 +1036,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Fail> {
                         Err(Error::FamilyNotFound(_)) => None,
                         Err(e) => return Err(e.into()),
                     };
-                    let cfg = config::from_state(Some(&entries), hosts.as_deref());
+                    let cfg = cluster::from_state(Some(&entries), hosts.as_deref());
                     print_out(
                         if a.output == "json" {
                             OutFmt::Json

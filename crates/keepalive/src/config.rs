@@ -1,23 +1,27 @@
 //! The YAML configuration file (`keepalive -c FILE`).
 //!
 //! Field values are checked while deserializing (validating newtypes), so a
-//! bad value is reported by serde_yaml with its path, line and column, e.g.
-//! `vrrp[0].vrid: VRID must be 1..=255, got 0 at line 4 column 11`.
+//! bad value is reported with its file, line, column and path, e.g.
+//! `keepalive.yaml:4:11: vrrp[0].vrid: vrid must be 1..=255, got 0`.
 //! Cross-field rules (unique names and VRIDs, one address family per
 //! instance, …) are checked afterwards and name the offending entry by path.
 //!
-//! The `services:` and `hosts:` sections are the ones `ipvsctl apply` reads;
-//! they are kept as opaque YAML and handed to the IPVS backend unchanged.
+//! The `services:`, `hosts:` and `options:` sections are those of an
+//! `ipvsctl apply` file: they are read as `ipvs-cluster` types in the same
+//! pass, validated (errors located in this file) and kept as the typed
+//! desired state that the IPVS worker applies.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
+use ipvs_cluster::{ClusterSpec, Desired, HostSpec, ServiceSpec};
 use vrrp::packet::ChecksumForm;
 
 /// A configuration error with a location (path and, where known, line/column).
@@ -27,9 +31,12 @@ pub enum ConfigError {
     Io { path: String, err: std::io::Error },
     #[error("{file}: {msg}")]
     Invalid { file: String, msg: String },
+    /// Errors with positions, each line `FILE:LINE:COL: PATH: MESSAGE`.
+    #[error("{0}")]
+    Located(String),
 }
 
-/// Range-checks an integer inside the visitor, so serde_yaml reports the
+/// Range-checks an integer inside the visitor, so the error has the
 /// scalar's own path, line and column.
 struct RangeVisitor {
     lo: i64,
@@ -477,72 +484,72 @@ impl HealthCheck {
     }
 }
 
-/// The whole file.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// The file as written.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+struct File {
     #[serde(default)]
-    pub global: Global,
+    global: Global,
     #[serde(default)]
-    pub vrrp: Vec<Instance>,
+    vrrp: Vec<Instance>,
     #[serde(default)]
-    pub health_checks: Vec<HealthCheck>,
-    /// `ipvsctl apply` sections, passed through unchanged.
+    health_checks: Vec<HealthCheck>,
     #[serde(default)]
-    pub services: Option<serde_yaml::Value>,
+    services: Option<Vec<ServiceSpec>>,
     #[serde(default)]
-    pub hosts: Option<serde_yaml::Value>,
+    hosts: Option<Vec<HostSpec>>,
     #[serde(default)]
-    pub options: Option<serde_yaml::Value>,
-    /// The file's text (for the `ipvsctl` sections with their line numbers).
-    #[serde(skip)]
-    pub source: String,
+    options: ipvs_cluster::Options,
 }
 
-/// The `services:`, `hosts:` and `options:` sections of a file, with every
-/// other top-level section blanked out line by line, so that `ipvsctl`'s
-/// `line:column` locations are those of the original file.
-pub fn ipvs_sections(text: &str) -> String {
-    let mut keep = false;
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let top = line
-            .chars()
-            .next()
-            .is_some_and(|c| !c.is_whitespace() && c != '#' && c != '-');
-        if top {
-            if let Some((key, _)) = line.split_once(':') {
-                keep = matches!(key.trim(), "services" | "hosts" | "options");
-            }
-        }
-        if keep || line.starts_with("---") {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out
+/// The whole configuration, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub global: Global,
+    pub vrrp: Vec<Instance>,
+    pub health_checks: Vec<HealthCheck>,
+    /// The IPVS services and host map to keep applied (None: the file has
+    /// neither `services:` nor `hosts:`).
+    pub cluster: Option<Arc<Desired>>,
 }
 
 impl Config {
     /// Parse and validate YAML text. `file` names the source in messages.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
-        let inv = |msg: String| ConfigError::Invalid {
+        if text.trim().is_empty() {
+            return Err(ConfigError::Invalid {
+                file: file.to_string(),
+                msg: "empty configuration".into(),
+            });
+        }
+        let located = |errs: &[ipvs_cluster::ConfigError]| {
+            let lines: Vec<String> = errs.iter().map(|e| e.in_file(file)).collect();
+            ConfigError::Located(lines.join("\n"))
+        };
+        let f: File = ipvs_cluster::yaml::from_str(text).map_err(|e| located(&[e]))?;
+        let spec = ClusterSpec {
+            services: f.services,
+            hosts: f.hosts,
+            options: f.options,
+        };
+        let cfg = Config {
+            global: f.global,
+            vrrp: f.vrrp,
+            health_checks: f.health_checks,
+            cluster: None,
+        };
+        cfg.validate().map_err(|msg| ConfigError::Invalid {
             file: file.to_string(),
             msg,
+        })?;
+        let cluster = if spec.services.is_some() || spec.hosts.is_some() {
+            Some(Arc::new(
+                ipvs_cluster::check(&spec, text).map_err(|e| located(&e))?,
+            ))
+        } else {
+            None
         };
-        if text.trim().is_empty() {
-            return Err(inv("empty configuration".into()));
-        }
-        let mut cfg: Config = serde_yaml::from_str(text).map_err(|e| inv(e.to_string()))?;
-        cfg.validate().map_err(inv)?;
-        cfg.source = text.to_string();
-        if let Some(doc) = cfg.ipvs_document() {
-            if let Err(errs) = ipvsctl::config::parse(&doc) {
-                let msg: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-                return Err(inv(msg.join(&format!("\n{file}: "))));
-            }
-        }
-        Ok(cfg)
+        Ok(Config { cluster, ..cfg })
     }
 
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -551,14 +558,6 @@ impl Config {
             err,
         })?;
         Config::parse(&text, &path.display().to_string())
-    }
-
-    /// The `services:`/`hosts:`/`options:` part for ipvsctl, line numbers preserved.
-    pub fn ipvs_document(&self) -> Option<String> {
-        if self.services.is_none() && self.hosts.is_none() {
-            return None;
-        }
-        Some(ipvs_sections(&self.source))
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -731,13 +730,13 @@ hosts:
         assert!(c.vrrp[1].is_ipv6());
         assert_eq!(c.vrrp[1].priority, Priority(100));
         assert_eq!(c.health_checks[1].on_failure, OnFailure::Remove);
-        let doc = c.ipvs_document().unwrap();
-        assert!(!doc.contains("vrrp") && !doc.contains("health_checks"));
-        assert_eq!(doc.lines().count(), GOOD.lines().count());
-        assert!(doc
-            .lines()
-            .zip(GOOD.lines())
-            .all(|(a, b)| a.is_empty() || a == b));
+        // The IPVS sections as the typed desired state.
+        let d = c.cluster.as_ref().unwrap();
+        let svc = &d.services.as_ref().unwrap()[0];
+        assert_eq!(svc.0.scheduler, "vmwlch");
+        assert_eq!(svc.1.len(), 2);
+        assert_eq!(svc.1[0].weight, 3);
+        assert_eq!(d.hosts.as_ref().unwrap()[0].name, "h1");
     }
 
     #[test]
@@ -749,7 +748,7 @@ hosts:
         .unwrap();
         assert_eq!(c.vrrp.len(), 2);
         assert_eq!(c.health_checks.len(), 4);
-        assert!(c.ipvs_document().is_some());
+        assert!(c.cluster.is_some());
     }
 
     fn err(text: &str) -> String {
@@ -762,19 +761,19 @@ hosts:
             "vrrp:\n  - name: a\n    interface: eth0\n    vrid: 0\n    virtual_ips: [10.0.0.1]\n",
         );
         assert!(
-            e.contains("vrrp[0].vrid") && e.contains("line 4") && e.contains("1..=255"),
+            e.contains("t.yaml:4:11: vrrp[0].vrid") && e.contains("1..=255"),
             "{e}"
         );
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    advert_interval_ms: 15\n    virtual_ips: [10.0.0.1]\n");
         assert!(
-            e.contains("advert_interval_ms") && e.contains("line 5"),
+            e.contains("advert_interval_ms") && e.contains("t.yaml:5:"),
             "{e}"
         );
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.1/33]\n");
-        assert!(e.contains("prefix") && e.contains("line 5"), "{e}");
+        assert!(e.contains("prefix") && e.contains("t.yaml:5:"), "{e}");
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    virtual_ips: [10.0.0.1]\n    colour: red\n");
         assert!(
-            e.contains("unknown field `colour`") && e.contains("line 6"),
+            e.contains("unknown field `colour`") && e.contains("t.yaml:6:"),
             "{e}"
         );
         let e = err("vrrp:\n  - name: a\n    interface: eth0\n    vrid: 1\n    priority: 256\n    virtual_ips: [10.0.0.1]\n");
@@ -804,9 +803,9 @@ hosts:
         );
         assert!(e.contains("timeout_ms"), "{e}");
         assert!(err("").contains("empty"));
-        // ipvsctl's own validation, located in the original file
+        // the cluster model's own validation, located in the original file
         let e = err("vrrp: []\nservices:\n  - protocol: tcp\n    address: 192.0.2.1\n    port: 80\n    dests:\n      - address: 10.0.0.1\n        weight: -1\n");
-        assert!(e.contains("t.yaml: 8:"), "{e}");
+        assert!(e.contains("t.yaml:8:"), "{e}");
         assert!(err("vrrp: [").contains("t.yaml"));
     }
 }

@@ -1,7 +1,11 @@
 //! The IPVS side of a front end, behind a small trait so the daemon and its
 //! tests do not depend on a kernel with IPVS.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ipvs_cluster::Desired;
 
 use crate::config::OnFailure;
 
@@ -22,10 +26,10 @@ pub struct DownDest {
 }
 
 pub trait IpvsBackend: Send {
-    /// Bring the kernel's services and host map to the `services:`/`hosts:`
-    /// document, with the failed destinations quiesced or removed.
-    /// Idempotent; called at start, on reload and on every health change.
-    fn apply(&mut self, doc: Option<&str>, down: &[DownDest]) -> anyhow::Result<()>;
+    /// Bring the kernel's services and host map to the desired state, with
+    /// the failed destinations quiesced or removed. Idempotent; called at
+    /// start, on reload and on every health change.
+    fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()>;
     /// Run the sync daemon in `role` (stopping the other role) on `iface`.
     fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()>;
     /// Stop both sync daemons.
@@ -35,7 +39,7 @@ pub trait IpvsBackend: Send {
 /// One request to the [`IpvsWorker`].
 enum Request {
     Apply {
-        doc: Option<String>,
+        desired: Option<Arc<Desired>>,
         down: Vec<DownDest>,
     },
     SyncRole {
@@ -88,9 +92,9 @@ impl IpvsWorker {
         }
     }
 
-    /// Bring IPVS to the document with the failed destinations applied.
-    pub fn apply(&self, doc: Option<String>, down: Vec<DownDest>) {
-        self.send(Request::Apply { doc, down });
+    /// Bring IPVS to the desired state with the failed destinations applied.
+    pub fn apply(&self, desired: Option<Arc<Desired>>, down: Vec<DownDest>) {
+        self.send(Request::Apply { desired, down });
     }
 
     pub fn sync_role(&self, role: SyncRole, iface: &str, syncid: u8) {
@@ -116,8 +120,8 @@ impl IpvsWorker {
 
 fn run(backend: &mut dyn IpvsBackend, r: Request) {
     match r {
-        Request::Apply { doc, down } => {
-            if let Err(e) = backend.apply(doc.as_deref(), &down) {
+        Request::Apply { desired, down } => {
+            if let Err(e) = backend.apply(desired.as_deref(), &down) {
                 tracing::error!(error = format!("{e:#}"), "applying IPVS configuration");
             }
         }
@@ -144,8 +148,8 @@ fn run(backend: &mut dyn IpvsBackend, r: Request) {
 pub struct NullBackend;
 
 impl IpvsBackend for NullBackend {
-    fn apply(&mut self, doc: Option<&str>, down: &[DownDest]) -> anyhow::Result<()> {
-        if doc.is_some() {
+    fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()> {
+        if desired.is_some() {
             tracing::warn!(
                 down = down.len(),
                 "no IPVS backend: services/hosts not applied"
@@ -167,8 +171,8 @@ impl IpvsBackend for NullBackend {
     }
 }
 
-/// The real thing: the `ipvsctl` library (IPVS generic netlink, the VMWLCH
-/// host map, plan/apply). The netlink socket is opened on first use and
+/// The real thing: `ipvs-cluster`'s plan and apply over `ipvs-netlink`
+/// (IPVS generic netlink, the VMWLCH host map). The netlink socket is opened on first use and
 /// reopened after an error, so a daemon started before `ip_vs` is loaded
 /// recovers on the next apply.
 #[derive(Default)]
@@ -203,7 +207,7 @@ impl IpvsctlBackend {
 
 /// Apply health-check results to the desired state: failed destinations get
 /// weight 0 (quiesce) or are left out (remove).
-pub fn override_down(desired: &mut ipvsctl::config::Desired, down: &[DownDest]) {
+pub fn override_down(desired: &mut Desired, down: &[DownDest]) {
     use ipvs_netlink::ipvs::ServiceKey;
     let Some(services) = desired.services.as_mut() else {
         return;
@@ -231,25 +235,21 @@ pub fn override_down(desired: &mut ipvsctl::config::Desired, down: &[DownDest]) 
 }
 
 impl IpvsBackend for IpvsctlBackend {
-    fn apply(&mut self, doc: Option<&str>, down: &[DownDest]) -> anyhow::Result<()> {
-        let Some(doc) = doc else { return Ok(()) };
-        let (_, mut desired) = ipvsctl::config::parse(doc).map_err(|errs| {
-            anyhow::anyhow!(
-                "{}",
-                errs.iter()
-                    .map(|e| e.to_string())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )
-        })?;
-        override_down(&mut desired, down);
+    fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()> {
+        let Some(desired) = desired else {
+            return Ok(());
+        };
+        let mut desired = Cow::Borrowed(desired);
+        if !down.is_empty() {
+            override_down(desired.to_mut(), down);
+        }
         let hosts = desired.hosts.is_some();
-        let current = self.with_client(|c| ipvsctl::config::read_current(c, hosts))?;
-        let plan = ipvsctl::config::plan(&desired, &current);
+        let current = self.with_client(|c| ipvs_cluster::read_current(c, hosts))?;
+        let plan = ipvs_cluster::plan(&desired, &current);
         if plan.is_empty() {
             return Ok(());
         }
-        let report = self.with_client(|c| ipvsctl::config::apply(c, &plan))?;
+        let report = self.with_client(|c| ipvs_cluster::apply(c, &plan))?;
         if !report.ok() {
             anyhow::bail!("IPVS apply incomplete:\n{report}");
         }
@@ -297,12 +297,10 @@ impl IpvsBackend for IpvsctlBackend {
     }
 }
 
-/// The backend for this configuration: ipvsctl when the file manages IPVS
+/// The backend for this configuration: the real one when the file manages IPVS
 /// services, the host map or a sync daemon; otherwise nothing.
 pub fn default_backend(cfg: &crate::config::Config) -> Box<dyn IpvsBackend> {
-    let wants = cfg.services.is_some()
-        || cfg.hosts.is_some()
-        || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
+    let wants = cfg.cluster.is_some() || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
     if wants {
         Box::new(IpvsctlBackend::default())
     } else {
@@ -317,12 +315,13 @@ mod tests {
 
     struct Recorder(Arc<Mutex<Vec<String>>>);
     impl IpvsBackend for Recorder {
-        fn apply(&mut self, doc: Option<&str>, down: &[DownDest]) -> anyhow::Result<()> {
+        fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()> {
             std::thread::sleep(std::time::Duration::from_millis(20));
+            let name = desired.and_then(|d| Some(d.hosts.as_ref()?[0].name.clone()));
             self.0
                 .lock()
                 .unwrap()
-                .push(format!("apply {doc:?} {}", down.len()));
+                .push(format!("apply {name:?} {}", down.len()));
             Ok(())
         }
         fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
@@ -338,11 +337,23 @@ mod tests {
         }
     }
 
+    /// A desired state told apart by its one host's name.
+    fn named(name: &str) -> Option<Arc<Desired>> {
+        Some(Arc::new(Desired {
+            hosts: Some(vec![ipvs_netlink::vmwlch::Host {
+                name: name.into(),
+                weight: 1,
+                members: vec![],
+            }]),
+            ..Default::default()
+        }))
+    }
+
     #[test]
     fn worker_keeps_order_and_finishes() {
         let log = Arc::new(Mutex::new(vec![]));
         let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone()))).unwrap();
-        w.apply(Some("a".into()), vec![]);
+        w.apply(named("a"), vec![]);
         w.sync_role(SyncRole::Backup, "eth1", 51);
         w.sync_role(SyncRole::Master, "eth1", 51);
         w.sync_stop();
@@ -365,7 +376,7 @@ mod tests {
         let log = Arc::new(Mutex::new(vec![]));
         let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone()))).unwrap();
         for i in 0..20 {
-            w.apply(Some(format!("{i}")), vec![]);
+            w.apply(named(&format!("{i}")), vec![]);
         }
         w.finish(std::time::Duration::from_secs(5));
         let log = log.lock().unwrap().clone();
@@ -376,7 +387,7 @@ mod tests {
     #[test]
     fn health_overrides() {
         let text = "services:\n  - protocol: tcp\n    address: 192.0.2.10\n    port: 80\n    dests:\n      - {address: 10.1.0.1, weight: 5}\n      - {address: 10.1.0.2, weight: 5}\n  - protocol: tcp\n    address: 192.0.2.10\n    port: 443\n    dests:\n      - {address: 10.1.0.1, weight: 5}\n";
-        let (_, mut d) = ipvsctl::config::parse(text).unwrap();
+        let (_, mut d) = ipvs_cluster::parse(text).unwrap();
         let down = [
             DownDest {
                 dest: "10.1.0.1:80".parse().unwrap(),

@@ -77,7 +77,7 @@ fn main() -> ExitCode {
             args.config.display(),
             cfg.vrrp.len(),
             cfg.health_checks.len(),
-            if cfg.services.is_some() || cfg.hosts.is_some() {
+            if cfg.cluster.is_some() {
                 ", IPVS services/hosts"
             } else {
                 ""

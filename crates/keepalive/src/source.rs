@@ -7,13 +7,15 @@
 //! whenever the state changes, and keeps the last state when it loses the
 //! store.
 
+use std::sync::Arc;
+
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::Config;
 
-/// The desired IPVS state: the `services:`/`hosts:`/`options:` document
-/// (none = IPVS is not managed).
-pub type Desired = Option<String>;
+/// The desired IPVS state, typed and validated (none = IPVS is not
+/// managed); shared, so handing it on copies no services.
+pub type Desired = Option<Arc<ipvs_cluster::Desired>>;
 
 pub trait ClusterSource: Send {
     /// The daemon's configuration was loaded or reloaded.
@@ -34,6 +36,6 @@ impl FileSource {
 impl ClusterSource for FileSource {
     fn configure(&mut self, cfg: &Config) {
         // The receiver lives as long as the daemon; nothing to do without it.
-        let _ = self.tx.send(cfg.ipvs_document());
+        let _ = self.tx.send(cfg.cluster.clone());
     }
 }
