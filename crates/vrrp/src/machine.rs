@@ -1,19 +1,41 @@
-//! Sans-IO VRRPv3 state machine (RFC 5798 §6, RFC 9568 §6).
+//! Sans-IO VRRP state machine (RFC 5798 / RFC 9568 §6, RFC 3768 §6).
 //!
 //! The machine never reads a clock or touches a socket. The caller feeds it
 //! inputs stamped with a monotonic time ([`Time`], a `Duration` since any
 //! fixed epoch) and executes the returned [`Action`]s in order; it asks for a
 //! wake-up at [`Machine::next_deadline`] and then calls [`Machine::poll`].
-//! Tests drive it in virtual time.
+//! Tests drive it in virtual time (`tests/scenarios/`).
 //!
-//! Timers follow the VRRPv3 formulas exactly, computed in microseconds so
-//! nothing is rounded away at sub-second intervals:
+//! Timers follow the formulas exactly, computed in microseconds so nothing
+//! is rounded away at sub-second intervals:
 //!
-//! * `Skew_Time = ((256 - Priority) * Master_Adver_Interval) / 256`
-//! * `Master_Down_Interval = 3 * Master_Adver_Interval + Skew_Time`
+//! * v3: `Skew_Time = ((256 - Priority) * Master_Adver_Interval) / 256`,
+//!   the interval learned from the master's adverts;
+//! * v2: `Skew_Time = (256 - Priority) / 256` seconds, and the interval is
+//!   our own: an advert with another interval is discarded (RFC 3768 §7.1);
+//! * `Master_Down_Interval = 3 * Master_Adver_Interval + Skew_Time`.
+//!
+//! Beyond the RFC (keepalived's behaviour where the RFCs are silent):
+//!
+//! * FAULT ([`Input::SetFault`]): the link is down, the interface missing, or
+//!   a tracked object without a weight failed. A master sends priority 0
+//!   (where it still can) and removes its VIPs; adverts are ignored and no
+//!   timer runs. When the fault clears the router starts again as on
+//!   startup (BACKUP, or MASTER for an address owner).
+//! * Hold ([`Input::SetHold`]): a BACKUP whose down timer expires while held
+//!   stays BACKUP and remembers that it wants to be MASTER
+//!   ([`Machine::wants_master`]); released, it becomes MASTER at once. A held
+//!   MASTER hands over (priority 0) and becomes BACKUP. Sync groups
+//!   ([`crate::sync`]) and "no IPVS table, no mastership" use it.
+//! * A MASTER that receives a lower-priority advert answers with an advert
+//!   and a fresh announcement at once, so a peer that took over in a split
+//!   yields and stale ARP caches follow (RFC 9568 §6.4.3, keepalived).
+//! * A MASTER whose priority changes advertises the new one at once.
 
 use std::net::IpAddr;
 use std::time::Duration;
+
+use crate::packet::Version;
 
 /// Monotonic time since an arbitrary epoch.
 pub type Time = Duration;
@@ -22,9 +44,10 @@ pub type Time = Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Params {
     pub vrid: u8,
-    /// 1..=255; 255 means address owner.
+    /// 1..=255; 255 means address owner. The effective priority (tracking
+    /// applied), which is what the adverts carry.
     pub priority: u8,
-    /// Our Advertisement_Interval in centiseconds (1..=4095).
+    /// Our Advertisement_Interval in centiseconds (1..=4095; v2: a multiple of 100).
     pub advert_interval_cs: u16,
     pub preempt: bool,
     /// Lower-priority masters are tolerated this long (from the first such
@@ -32,6 +55,7 @@ pub struct Params {
     pub preempt_delay: Duration,
     /// Our primary address on the interface, used for the equal-priority tie-break.
     pub primary_addr: IpAddr,
+    pub version: Version,
 }
 
 /// Protocol state.
@@ -40,6 +64,8 @@ pub enum State {
     Initialize,
     Backup,
     Master,
+    /// Not taking part: link down, interface missing, tracked object failed.
+    Fault,
 }
 
 impl State {
@@ -48,6 +74,7 @@ impl State {
             State::Initialize => "init",
             State::Backup => "backup",
             State::Master => "master",
+            State::Fault => "fault",
         }
     }
 }
@@ -65,8 +92,12 @@ pub enum Input {
         priority: u8,
         max_adver_int_cs: u16,
     },
-    /// Administrative priority change (e.g. on reload).
+    /// Priority change (reload, tracking).
     SetPriority(u8),
+    /// Enter (true) or leave (false) FAULT.
+    SetFault(bool),
+    /// Hold in BACKUP (true) or release (false).
+    SetHold(bool),
 }
 
 /// What the IO layer must do, in order.
@@ -87,9 +118,24 @@ pub enum Action {
 /// Why an advertisement changed nothing (for metrics and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ignored {
+    /// Not started, or in FAULT.
     NotRunning,
     Owner,
     LowerPriority,
+    /// VRRPv2: the advert's interval is not ours (RFC 3768 §7.1).
+    IntervalMismatch,
+}
+
+impl Ignored {
+    /// Stable label for metrics and logs.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Ignored::NotRunning => "not_running",
+            Ignored::Owner => "owner",
+            Ignored::LowerPriority => "lower_priority",
+            Ignored::IntervalMismatch => "interval_mismatch",
+        }
+    }
 }
 
 /// The VRRP state machine of one virtual router.
@@ -104,7 +150,12 @@ pub struct Machine {
     advert_at: Option<Time>,
     /// Backup with preempt delay: until when lower-priority adverts are accepted.
     preempt_until: Option<Time>,
-    /// Count of adverts that changed nothing, by reason.
+    /// FAULT requested (kept while not started, so that startup enters FAULT).
+    fault: bool,
+    hold: bool,
+    /// Backup: the down timer expired while held.
+    wants_master: bool,
+    /// Why the last advert changed nothing.
     pub last_ignored: Option<Ignored>,
     transitions: u64,
 }
@@ -123,6 +174,9 @@ impl Machine {
             down_at: None,
             advert_at: None,
             preempt_until: None,
+            fault: false,
+            hold: false,
+            wants_master: false,
             last_ignored: None,
             transitions: 0,
         }
@@ -141,13 +195,23 @@ impl Machine {
     pub fn master_adver_interval_cs(&self) -> u16 {
         self.master_adver_interval_cs
     }
+    /// MASTER, or a BACKUP held back after its down timer expired.
+    pub fn wants_master(&self) -> bool {
+        self.state == State::Master || (self.state == State::Backup && self.wants_master)
+    }
+    pub fn held(&self) -> bool {
+        self.hold
+    }
 
-    /// `Skew_Time` for our priority and the learned master interval.
+    /// `Skew_Time` for our priority (and, v3, the learned master interval).
     pub fn skew_time(&self) -> Duration {
-        Duration::from_micros(
-            (256 - u64::from(self.p.priority)) * u64::from(self.master_adver_interval_cs) * 10_000
-                / 256,
-        )
+        let left = 256 - u64::from(self.p.priority);
+        match self.p.version {
+            Version::V3 => Duration::from_micros(
+                left * u64::from(self.master_adver_interval_cs) * 10_000 / 256,
+            ),
+            Version::V2 => Duration::from_micros(left * 1_000_000 / 256),
+        }
     }
 
     /// `Master_Down_Interval` = 3 * Master_Adver_Interval + Skew_Time.
@@ -162,7 +226,7 @@ impl Machine {
     /// The earliest time at which [`Machine::poll`] has something to do.
     pub fn next_deadline(&self) -> Option<Time> {
         match self.state {
-            State::Initialize => None,
+            State::Initialize | State::Fault => None,
             State::Backup => self.down_at,
             State::Master => self.advert_at,
         }
@@ -185,6 +249,7 @@ impl Machine {
         out.push(Action::Announce);
         self.down_at = None;
         self.preempt_until = None;
+        self.wants_master = false;
         self.advert_at = Some(now + self.advert_interval());
         self.transition(State::Master, out);
     }
@@ -192,12 +257,34 @@ impl Machine {
     fn become_backup(&mut self, now: Time, learned_cs: Option<u16>, out: &mut Vec<Action>) {
         let was_master = self.state == State::Master;
         self.advert_at = None;
-        self.master_adver_interval_cs = learned_cs.unwrap_or(self.p.advert_interval_cs);
+        self.wants_master = false;
+        self.master_adver_interval_cs = match self.p.version {
+            Version::V3 => learned_cs.unwrap_or(self.p.advert_interval_cs),
+            Version::V2 => self.p.advert_interval_cs,
+        };
         self.down_at = Some(now + self.master_down_interval());
         if was_master {
             out.push(Action::RemoveVips);
         }
         self.transition(State::Backup, out);
+    }
+
+    /// Leave MASTER with priority 0 first, so a backup takes over after Skew_Time.
+    fn hand_over(&mut self, out: &mut Vec<Action>) {
+        self.advert_at = None;
+        out.push(Action::SendAdvert { priority: 0 });
+        out.push(Action::RemoveVips);
+    }
+
+    /// RFC 5798 §6.4.1, also used when leaving FAULT.
+    fn start(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.fault {
+            self.transition(State::Fault, out);
+        } else if self.p.priority == 255 && !self.hold {
+            self.become_master(now, out);
+        } else {
+            self.become_backup(now, None, out);
+        }
     }
 
     /// Feed one event.
@@ -207,34 +294,20 @@ impl Machine {
         match input {
             Input::Startup => {
                 if self.state == State::Initialize {
-                    if self.p.priority == 255 {
-                        self.become_master(now, &mut out);
-                    } else {
-                        self.become_backup(now, None, &mut out);
-                    }
+                    self.start(now, &mut out);
                 }
             }
-            Input::Shutdown => match self.state {
-                State::Master => {
-                    self.advert_at = None;
-                    out.push(Action::SendAdvert { priority: 0 });
-                    out.push(Action::RemoveVips);
-                    self.transition(State::Initialize, &mut out);
+            Input::Shutdown => {
+                if self.state == State::Master {
+                    self.hand_over(&mut out);
                 }
-                State::Backup => {
-                    self.down_at = None;
-                    self.transition(State::Initialize, &mut out);
-                }
-                State::Initialize => {}
-            },
-            Input::SetPriority(p) => {
-                let p = p.max(1);
-                self.p.priority = p;
-                if self.state == State::Backup && p == 255 {
-                    // An address owner does not wait for anybody.
-                    self.become_master(now, &mut out);
-                }
+                self.down_at = None;
+                self.wants_master = false;
+                self.transition(State::Initialize, &mut out);
             }
+            Input::SetPriority(p) => self.set_priority(now, p.max(1), &mut out),
+            Input::SetFault(f) => self.set_fault(now, f, &mut out),
+            Input::SetHold(h) => self.set_hold(now, h, &mut out),
             Input::Advert {
                 src,
                 priority,
@@ -244,8 +317,57 @@ impl Machine {
         out
     }
 
+    fn set_priority(&mut self, now: Time, p: u8, out: &mut Vec<Action>) {
+        let old = self.p.priority;
+        self.p.priority = p;
+        match self.state {
+            // An address owner does not wait for anybody.
+            State::Backup if p == 255 && !self.hold => self.become_master(now, out),
+            State::Master if p != old => {
+                out.push(Action::SendAdvert { priority: p });
+                self.advert_at = Some(now + self.advert_interval());
+            }
+            _ => {}
+        }
+    }
+
+    fn set_fault(&mut self, now: Time, fault: bool, out: &mut Vec<Action>) {
+        if self.fault == fault {
+            return;
+        }
+        self.fault = fault;
+        match (fault, self.state) {
+            (true, State::Master) => {
+                self.hand_over(out);
+                self.transition(State::Fault, out);
+            }
+            (true, State::Backup) => {
+                self.down_at = None;
+                self.wants_master = false;
+                self.transition(State::Fault, out);
+            }
+            (false, State::Fault) => self.start(now, out),
+            _ => {}
+        }
+    }
+
+    fn set_hold(&mut self, now: Time, hold: bool, out: &mut Vec<Action>) {
+        if self.hold == hold {
+            return;
+        }
+        self.hold = hold;
+        match (hold, self.state) {
+            (true, State::Master) => {
+                out.push(Action::SendAdvert { priority: 0 });
+                self.become_backup(now, None, out);
+            }
+            (false, State::Backup) if self.wants_master => self.become_master(now, out),
+            _ => {}
+        }
+    }
+
     fn on_advert(&mut self, now: Time, src: IpAddr, prio: u8, int_cs: u16, out: &mut Vec<Action>) {
-        if self.state == State::Initialize {
+        if matches!(self.state, State::Initialize | State::Fault) {
             self.last_ignored = Some(Ignored::NotRunning);
             return;
         }
@@ -254,22 +376,12 @@ impl Machine {
             self.last_ignored = Some(Ignored::Owner);
             return;
         }
+        if self.p.version == Version::V2 && int_cs != self.p.advert_interval_cs {
+            self.last_ignored = Some(Ignored::IntervalMismatch);
+            return;
+        }
         match self.state {
-            State::Backup => {
-                if prio == 0 {
-                    // Master is leaving: take over after Skew_Time.
-                    self.down_at = Some(now + self.skew_time());
-                } else if !self.p.preempt || prio >= self.p.priority || self.preempt_delayed(now) {
-                    self.master_adver_interval_cs = int_cs;
-                    self.down_at = Some(now + self.master_down_interval());
-                    if prio >= self.p.priority {
-                        self.preempt_until = None;
-                    }
-                } else {
-                    // Lower priority master and we preempt: let the down timer run out.
-                    self.last_ignored = Some(Ignored::LowerPriority);
-                }
-            }
+            State::Backup => self.backup_rx(now, prio, int_cs),
             State::Master => {
                 if prio == 0 {
                     out.push(Action::SendAdvert {
@@ -281,10 +393,36 @@ impl Machine {
                 {
                     self.become_backup(now, Some(int_cs), out);
                 } else {
+                    // A lower-priority master (a split that healed): make it
+                    // yield now, and have the segment's ARP caches follow.
                     self.last_ignored = Some(Ignored::LowerPriority);
+                    out.push(Action::SendAdvert {
+                        priority: self.p.priority,
+                    });
+                    out.push(Action::Announce);
+                    self.advert_at = Some(now + self.advert_interval());
                 }
             }
-            State::Initialize => {}
+            State::Initialize | State::Fault => {}
+        }
+    }
+
+    fn backup_rx(&mut self, now: Time, prio: u8, int_cs: u16) {
+        if prio == 0 {
+            // Master is leaving: take over after Skew_Time.
+            self.down_at = Some(now + self.skew_time());
+        } else if !self.p.preempt || prio >= self.p.priority || self.preempt_delayed(now) {
+            if self.p.version == Version::V3 {
+                self.master_adver_interval_cs = int_cs;
+            }
+            self.down_at = Some(now + self.master_down_interval());
+            self.wants_master = false;
+            if prio >= self.p.priority {
+                self.preempt_until = None;
+            }
+        } else {
+            // Lower priority master and we preempt: let the down timer run out.
+            self.last_ignored = Some(Ignored::LowerPriority);
         }
     }
 
@@ -304,7 +442,13 @@ impl Machine {
         match self.state {
             State::Backup => {
                 if self.down_at.is_some_and(|t| now >= t) {
-                    self.become_master(now, &mut out);
+                    if self.hold {
+                        // Keep the timer going: the reason to hold may pass.
+                        self.wants_master = true;
+                        self.down_at = Some(now + self.master_down_interval());
+                    } else {
+                        self.become_master(now, &mut out);
+                    }
                 }
             }
             State::Master => {
@@ -323,13 +467,13 @@ impl Machine {
                     }
                 }
             }
-            State::Initialize => {}
+            State::Initialize | State::Fault => {}
         }
         out
     }
 
     /// Apply new parameters (reload) without leaving the current role.
-    /// Changes of VRID or address family need a fresh machine instead.
+    /// Changes of VRID, version or address family need a fresh machine.
     pub fn reconfigure(&mut self, now: Time, p: Params) -> Vec<Action> {
         let prio = p.priority;
         let old_int = self.p.advert_interval_cs;
@@ -340,7 +484,9 @@ impl Machine {
         if self.state == State::Master && old_int != self.p.advert_interval_cs {
             self.advert_at = Some(now + self.advert_interval());
         }
-        if self.state != State::Backup && self.state != State::Master {
+        if self.state != State::Backup && self.state != State::Master
+            || self.p.version == Version::V2
+        {
             self.master_adver_interval_cs = self.p.advert_interval_cs;
         }
         if !self.p.preempt || self.p.preempt_delay.is_zero() {
@@ -365,24 +511,15 @@ fn addr_key(a: IpAddr) -> u128 {
 mod tests {
     use super::*;
 
-    const MS: fn(u64) -> Duration = Duration::from_millis;
-
-    fn params(prio: u8, addr: &str) -> Params {
+    fn params(prio: u8, cs: u16, version: Version) -> Params {
         Params {
             vrid: 1,
             priority: prio,
-            advert_interval_cs: 10,
+            advert_interval_cs: cs,
             preempt: true,
             preempt_delay: Duration::ZERO,
-            primary_addr: addr.parse().unwrap(),
-        }
-    }
-
-    fn advert(src: &str, priority: u8, cs: u16) -> Input {
-        Input::Advert {
-            src: src.parse().unwrap(),
-            priority,
-            max_adver_int_cs: cs,
+            primary_addr: "10.0.0.1".parse().unwrap(),
+            version,
         }
     }
 
@@ -391,477 +528,29 @@ mod tests {
     }
 
     #[test]
-    fn skew_and_down_interval_formula() {
-        let m = Machine::new(params(100, "10.0.0.1"));
+    fn skew_and_down_interval_formula_v3() {
+        let m = Machine::new(params(100, 10, Version::V3));
         // (256-100)*10cs/256 = 6.09375 cs = 60937 us
         assert_eq!(m.skew_time(), us(60_937));
         assert_eq!(m.master_down_interval(), us(360_937));
-        let m = Machine::new(Params {
-            advert_interval_cs: 100,
-            ..params(100, "10.0.0.1")
-        });
+        let m = Machine::new(params(100, 100, Version::V3));
         assert_eq!(m.master_down_interval(), us(3_609_375));
-        let m = Machine::new(Params {
-            advert_interval_cs: 1,
-            ..params(254, "10.0.0.1")
-        });
+        let m = Machine::new(params(254, 1, Version::V3));
         assert_eq!(m.skew_time(), us(78)); // 2*10000/256 = 78.125
-        let m = Machine::new(params(1, "10.0.0.1"));
+        let m = Machine::new(params(1, 10, Version::V3));
         assert_eq!(m.skew_time(), us(99_609));
     }
 
     #[test]
-    fn owner_starts_as_master_immediately() {
-        let mut m = Machine::new(params(255, "10.0.0.1"));
-        let a = m.handle(MS(0), Input::Startup);
-        assert_eq!(
-            a,
-            vec![
-                Action::SendAdvert { priority: 255 },
-                Action::AddVips,
-                Action::Announce,
-                Action::Transition {
-                    from: State::Initialize,
-                    to: State::Master
-                }
-            ]
-        );
-        assert_eq!(m.next_deadline(), Some(MS(100)));
-        // owner ignores adverts, even a higher address at 255
-        assert!(m.handle(MS(10), advert("10.0.0.9", 255, 10)).is_empty());
-        assert_eq!(m.last_ignored, Some(Ignored::Owner));
-        assert_eq!(m.state(), State::Master);
-    }
-
-    #[test]
-    fn backup_startup_waits_master_down_interval() {
-        let mut m = Machine::new(params(100, "10.0.0.1"));
-        let a = m.handle(MS(0), Input::Startup);
-        assert_eq!(
-            a,
-            vec![Action::Transition {
-                from: State::Initialize,
-                to: State::Backup
-            }]
-        );
-        assert_eq!(m.next_deadline(), Some(us(360_937)));
-        assert!(m.poll(us(360_936)).is_empty());
-        let a = m.poll(us(360_937));
-        assert_eq!(a[0], Action::SendAdvert { priority: 100 });
-        assert!(a.contains(&Action::AddVips) && a.contains(&Action::Announce));
-        assert_eq!(m.state(), State::Master);
-    }
-
-    #[test]
-    fn master_sends_adverts_every_interval() {
-        let mut m = Machine::new(params(255, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        for i in 1..=5u64 {
-            assert_eq!(m.next_deadline(), Some(MS(100 * i)));
-            assert_eq!(
-                m.poll(MS(100 * i)),
-                vec![Action::SendAdvert { priority: 255 }]
-            );
-        }
-        // a late wake-up does not cause a burst
-        assert_eq!(m.poll(MS(900)), vec![Action::SendAdvert { priority: 255 }]);
-        assert_eq!(m.next_deadline(), Some(MS(1000)));
-        assert!(m.poll(MS(950)).is_empty());
-    }
-
-    #[test]
-    fn backup_resets_down_timer_on_adverts() {
-        let mut m = Machine::new(params(100, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        for t in (100..2000).step_by(100) {
-            assert!(m.poll(MS(t)).is_empty());
-            assert!(m.handle(MS(t), advert("10.0.0.2", 200, 10)).is_empty());
-            assert_eq!(m.next_deadline(), Some(MS(t) + us(360_937)));
-        }
-        assert_eq!(m.state(), State::Backup);
-        // master dies after the advert at 1900 ms
-        assert!(m.poll(MS(1900) + us(360_936)).is_empty());
-        assert!(!m.poll(MS(1900) + us(360_937)).is_empty());
-        assert_eq!(m.state(), State::Master);
-    }
-
-    #[test]
-    fn backup_learns_master_interval() {
-        let mut m = Machine::new(params(100, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        m.handle(MS(50), advert("10.0.0.2", 200, 100)); // master advertises 1 s
-        assert_eq!(m.master_adver_interval_cs(), 100);
+    fn skew_and_down_interval_formula_v2() {
+        // RFC 3768 §6.1: the skew does not scale with the interval
+        let m = Machine::new(params(100, 100, Version::V2));
         assert_eq!(m.skew_time(), us(609_375));
-        assert_eq!(m.next_deadline(), Some(MS(50) + us(3_609_375)));
-        // and follows a change
-        m.handle(MS(1050), advert("10.0.0.2", 200, 5));
-        assert_eq!(m.next_deadline(), Some(MS(1050) + MS(150) + us(30_468)));
-    }
-
-    #[test]
-    fn priority_zero_backup_takes_over_after_skew() {
-        let mut m = Machine::new(params(100, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        m.handle(MS(100), advert("10.0.0.2", 200, 10));
-        assert!(m.handle(MS(150), advert("10.0.0.2", 0, 10)).is_empty());
-        assert_eq!(m.next_deadline(), Some(MS(150) + us(60_937)));
-        assert!(m.poll(MS(150) + us(60_936)).is_empty());
-        assert!(m.poll(MS(150) + us(60_937)).contains(&Action::AddVips));
-    }
-
-    #[test]
-    fn master_shutdown_sends_priority_zero() {
-        let mut m = Machine::new(params(255, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        let a = m.handle(MS(10), Input::Shutdown);
-        assert_eq!(
-            a,
-            vec![
-                Action::SendAdvert { priority: 0 },
-                Action::RemoveVips,
-                Action::Transition {
-                    from: State::Master,
-                    to: State::Initialize
-                }
-            ]
-        );
-        assert_eq!(m.next_deadline(), None);
-        // backup shutdown sends nothing
-        let mut b = Machine::new(params(100, "10.0.0.1"));
-        b.handle(MS(0), Input::Startup);
-        assert_eq!(
-            b.handle(MS(1), Input::Shutdown),
-            vec![Action::Transition {
-                from: State::Backup,
-                to: State::Initialize
-            }]
-        );
-        assert!(b.handle(MS(2), advert("10.0.0.2", 200, 10)).is_empty());
-        assert_eq!(b.last_ignored, Some(Ignored::NotRunning));
-    }
-
-    #[test]
-    fn master_answers_priority_zero_with_advert() {
-        let mut m = Machine::new(params(150, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        m.poll(MS(1000));
-        assert_eq!(m.state(), State::Master);
-        assert_eq!(
-            m.handle(MS(1010), advert("10.0.0.2", 0, 10)),
-            vec![Action::SendAdvert { priority: 150 }]
-        );
-        assert_eq!(m.next_deadline(), Some(MS(1110)));
-    }
-
-    fn master_at(prio: u8, addr: &str) -> Machine {
-        let mut m = Machine::new(params(prio, addr));
-        m.handle(MS(0), Input::Startup);
-        m.poll(MS(5000));
-        assert_eq!(m.state(), State::Master);
-        m
-    }
-
-    #[test]
-    fn master_ignores_lower_priority() {
-        let mut m = master_at(150, "10.0.0.1");
-        assert!(m.handle(MS(5010), advert("10.0.0.9", 100, 10)).is_empty());
-        assert_eq!(m.last_ignored, Some(Ignored::LowerPriority));
-        assert_eq!(m.state(), State::Master);
-    }
-
-    #[test]
-    fn master_yields_to_higher_priority_and_learns_interval() {
-        let mut m = master_at(150, "10.0.0.1");
-        let a = m.handle(MS(5010), advert("10.0.0.0", 200, 20));
-        assert_eq!(
-            a,
-            vec![
-                Action::RemoveVips,
-                Action::Transition {
-                    from: State::Master,
-                    to: State::Backup
-                }
-            ]
-        );
-        assert_eq!(m.master_adver_interval_cs(), 20);
-        assert_eq!(m.next_deadline(), Some(MS(5010) + MS(600) + us(82_812)));
-    }
-
-    #[test]
-    fn equal_priority_tie_break_on_address() {
-        let mut m = master_at(100, "10.0.0.5");
-        // lower address: we stay
-        assert!(m.handle(MS(5010), advert("10.0.0.4", 100, 10)).is_empty());
-        assert_eq!(m.state(), State::Master);
-        // higher address: we yield
-        m.handle(MS(5020), advert("10.0.0.6", 100, 10));
-        assert_eq!(m.state(), State::Backup);
-        // IPv6 compares as 128-bit numbers
-        let mut m6 = master_at(100, "fe80::5");
-        m6.handle(MS(5010), advert("fe80::1:0", 100, 10));
-        assert_eq!(m6.state(), State::Backup);
-    }
-
-    #[test]
-    fn preemption_on_lower_priority_master_times_out() {
-        let mut m = Machine::new(params(200, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        // a lower-priority master keeps advertising; we discard them
-        let mut t = 100;
-        while m.state() == State::Backup {
-            m.handle(MS(t), advert("10.0.0.2", 100, 10));
-            m.poll(MS(t));
-            t += 10;
-        }
-        // we took over at our own Master_Down_Interval from startup
-        let down = Machine::new(params(200, "10.0.0.1")).master_down_interval();
-        assert!(MS(t - 10) >= down && MS(t - 10) < down + MS(10));
-    }
-
-    #[test]
-    fn no_preempt_keeps_lower_priority_master() {
-        let mut m = Machine::new(Params {
-            preempt: false,
-            ..params(200, "10.0.0.1")
-        });
-        m.handle(MS(0), Input::Startup);
-        for t in (100..10_000).step_by(100) {
-            m.handle(MS(t), advert("10.0.0.2", 100, 10));
-            assert!(m.poll(MS(t)).is_empty());
-        }
-        assert_eq!(m.state(), State::Backup);
-    }
-
-    #[test]
-    fn preempt_delay_postpones_takeover() {
-        let p = Params {
-            preempt_delay: MS(2000),
-            ..params(200, "10.0.0.1")
-        };
-        let mut m = Machine::new(p);
-        m.handle(MS(0), Input::Startup);
-        let mut t = 100;
-        while m.state() == State::Backup && t < 20_000 {
-            m.handle(MS(t), advert("10.0.0.2", 100, 10));
-            m.poll(MS(t));
-            t += 10;
-        }
-        let took = MS(t - 10);
-        // first lower advert at 100 ms, accepted until 2100 ms, then the down interval
-        let down = Machine::new(params(200, "10.0.0.1")).master_down_interval();
-        assert!(
-            took >= MS(2100) + down - MS(10) && took <= MS(2100) + down + MS(10),
-            "{took:?}"
-        );
-    }
-
-    #[test]
-    fn backup_with_higher_priority_accepts_when_no_preempt_but_not_otherwise() {
-        // preempt on, equal priority: accept (>=)
-        let mut m = Machine::new(params(100, "10.0.0.9"));
-        m.handle(MS(0), Input::Startup);
-        m.handle(MS(100), advert("10.0.0.1", 100, 10));
-        assert_eq!(m.next_deadline(), Some(MS(100) + us(360_937)));
-        assert_eq!(m.last_ignored, None);
-    }
-
-    #[test]
-    fn set_priority_to_owner_takes_over() {
-        let mut m = Machine::new(params(100, "10.0.0.1"));
-        m.handle(MS(0), Input::Startup);
-        m.handle(MS(0), advert("10.0.0.2", 200, 10));
-        let a = m.handle(MS(10), Input::SetPriority(255));
-        assert!(a.contains(&Action::AddVips));
-        assert_eq!(m.state(), State::Master);
-    }
-
-    #[test]
-    fn reconfigure_keeps_role() {
-        let mut m = master_at(150, "10.0.0.1");
-        let a = m.reconfigure(
-            MS(5050),
-            Params {
-                priority: 120,
-                advert_interval_cs: 20,
-                ..params(150, "10.0.0.1")
-            },
-        );
-        assert!(a.is_empty());
-        assert_eq!(m.state(), State::Master);
-        assert_eq!(m.params().priority, 120);
-        assert_eq!(m.next_deadline(), Some(MS(5250)));
-        assert_eq!(m.poll(MS(5250)), vec![Action::SendAdvert { priority: 120 }]);
-    }
-
-    /// A tiny virtual network: zero-latency multicast among routers that are
-    /// up and in the same partition.
-    struct Net {
-        nodes: Vec<(Machine, bool, u8)>, // machine, up, partition
-        now: Time,
-        log: Vec<(Time, usize, State)>,
-    }
-
-    impl Net {
-        fn new(specs: &[(u8, &str)]) -> Net {
-            let nodes = specs
-                .iter()
-                .map(|(p, a)| (Machine::new(params(*p, a)), true, 0))
-                .collect();
-            Net {
-                nodes,
-                now: Time::ZERO,
-                log: vec![],
-            }
-        }
-        fn start_all(&mut self) {
-            for i in 0..self.nodes.len() {
-                let a = self.nodes[i].0.handle(self.now, Input::Startup);
-                self.apply(i, a);
-            }
-        }
-        fn apply(&mut self, from: usize, actions: Vec<Action>) {
-            for a in actions {
-                match a {
-                    Action::SendAdvert { priority } => {
-                        let src = self.nodes[from].0.params().primary_addr;
-                        let int = self.nodes[from].0.params().advert_interval_cs;
-                        let part = self.nodes[from].2;
-                        for j in 0..self.nodes.len() {
-                            if j != from && self.nodes[j].1 && self.nodes[j].2 == part {
-                                let r = self.nodes[j].0.handle(
-                                    self.now,
-                                    Input::Advert {
-                                        src,
-                                        priority,
-                                        max_adver_int_cs: int,
-                                    },
-                                );
-                                self.apply(j, r);
-                            }
-                        }
-                    }
-                    Action::Transition { to, .. } => self.log.push((self.now, from, to)),
-                    _ => {}
-                }
-            }
-        }
-        fn run_until(&mut self, end: Time) {
-            loop {
-                let next = self
-                    .nodes
-                    .iter()
-                    .filter(|n| n.1)
-                    .filter_map(|n| n.0.next_deadline())
-                    .min();
-                match next {
-                    Some(t) if t <= end => {
-                        self.now = t;
-                        for i in 0..self.nodes.len() {
-                            if self.nodes[i].1 {
-                                let a = self.nodes[i].0.poll(t);
-                                self.apply(i, a);
-                            }
-                        }
-                    }
-                    _ => break,
-                }
-            }
-            self.now = end;
-        }
-        fn masters(&self) -> Vec<usize> {
-            (0..self.nodes.len())
-                .filter(|&i| self.nodes[i].1 && self.nodes[i].0.state() == State::Master)
-                .collect()
-        }
-    }
-
-    #[test]
-    fn sim_two_routers_elect_higher_priority() {
-        let mut n = Net::new(&[(100, "10.0.0.1"), (200, "10.0.0.2")]);
-        n.start_all();
-        n.run_until(MS(5000));
-        assert_eq!(n.masters(), vec![1]);
-        // exactly one transition to master ever happened
-        assert_eq!(n.log.iter().filter(|l| l.2 == State::Master).count(), 1);
-    }
-
-    #[test]
-    fn sim_equal_priority_simultaneous_start_one_master() {
-        let mut n = Net::new(&[(100, "10.0.0.2"), (100, "10.0.0.1"), (100, "10.0.0.3")]);
-        n.start_all();
-        n.run_until(MS(5000));
-        assert_eq!(n.masters().len(), 1);
-    }
-
-    #[test]
-    fn sim_equal_priority_masters_meet_higher_address_wins() {
-        let mut n = Net::new(&[(100, "10.0.0.2"), (100, "10.0.0.1"), (100, "10.0.0.3")]);
-        for (i, node) in n.nodes.iter_mut().enumerate() {
-            node.2 = i as u8; // all isolated: every one becomes master
-        }
-        n.start_all();
-        n.run_until(MS(1000));
-        assert_eq!(n.masters(), vec![0, 1, 2]);
-        for node in n.nodes.iter_mut() {
-            node.2 = 0;
-        }
-        n.run_until(MS(1200));
-        assert_eq!(n.masters(), vec![2]);
-    }
-
-    #[test]
-    fn sim_kill_master_fails_over_within_down_interval() {
-        let mut n = Net::new(&[(100, "10.0.0.1"), (200, "10.0.0.2")]);
-        n.start_all();
-        n.run_until(MS(2000));
-        n.nodes[1].1 = false; // SIGKILL: silently gone (last advert at <= 2000 ms)
-        let killed = n.now;
-        n.run_until(MS(4000));
-        assert_eq!(n.masters(), vec![0]);
-        let took = n.log.last().unwrap().0 - killed;
-        assert!(took <= us(360_937), "{took:?}");
-    }
-
-    #[test]
-    fn sim_graceful_shutdown_hands_over_after_skew() {
-        let mut n = Net::new(&[(100, "10.0.0.1"), (200, "10.0.0.2")]);
-        n.start_all();
-        n.run_until(MS(2050));
-        let a = n.nodes[1].0.handle(n.now, Input::Shutdown);
-        n.apply(1, a);
-        n.nodes[1].1 = false;
-        let t0 = n.now;
-        n.run_until(MS(3000));
-        assert_eq!(n.masters(), vec![0]);
-        assert_eq!(n.log.last().unwrap().0 - t0, us(60_937));
-    }
-
-    #[test]
-    fn sim_partition_and_heal_converge_to_one_master() {
-        let mut n = Net::new(&[(100, "10.0.0.1"), (200, "10.0.0.2")]);
-        n.start_all();
-        n.run_until(MS(2000));
-        n.nodes[0].2 = 1; // partition
-        n.run_until(MS(4000));
-        assert_eq!(n.masters(), vec![0, 1]);
-        n.nodes[0].2 = 0; // heal
-        n.run_until(MS(4200));
-        assert_eq!(n.masters(), vec![1]);
-    }
-
-    #[test]
-    fn sim_higher_priority_returning_preempts_back() {
-        let mut n = Net::new(&[(100, "10.0.0.1"), (200, "10.0.0.2")]);
-        n.start_all();
-        n.run_until(MS(2000));
-        n.nodes[1].1 = false;
-        n.run_until(MS(3000));
-        assert_eq!(n.masters(), vec![0]);
-        // restart the high-priority router
-        n.nodes[1] = (Machine::new(params(200, "10.0.0.2")), true, 0);
-        let a = n.nodes[1].0.handle(n.now, Input::Startup);
-        n.apply(1, a);
-        n.run_until(MS(5000));
-        assert_eq!(n.masters(), vec![1]);
+        assert_eq!(m.master_down_interval(), us(3_609_375));
+        let m = Machine::new(params(100, 300, Version::V2));
+        assert_eq!(m.skew_time(), us(609_375));
+        assert_eq!(m.master_down_interval(), us(9_609_375));
+        let m = Machine::new(params(254, 100, Version::V2));
+        assert_eq!(m.skew_time(), us(7_812));
     }
 }

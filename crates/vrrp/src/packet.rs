@@ -1,4 +1,5 @@
-//! VRRP version 3 codec (RFC 5798 §5 / RFC 9568 §5) for IPv4 and IPv6.
+//! VRRP codec: version 3 (RFC 5798 §5 / RFC 9568 §5) for IPv4 and IPv6,
+//! version 2 (RFC 3768 §5) for IPv4.
 //!
 //! Pure functions over byte slices: no sockets, no allocation beyond the
 //! returned values, never panics on any input (see the property tests).
@@ -8,6 +9,13 @@
 //! Juniper and holo use the VRRP message only. [`decode`] accepts both and
 //! reports which form matched; [`encode`] sends the configured form. IPv6
 //! always uses the RFC 8200 §8.1 pseudo-header.
+//!
+//! VRRPv2 differs on the wire in three places: the byte after the address
+//! count's word holds the authentication type (0, none: RFC 3768 removed
+//! the others) and the interval in whole seconds; 8 bytes of
+//! authentication data (zero) follow the addresses; the checksum covers
+//! the message only. [`Advert::max_adver_int_cs`] is centiseconds for both
+//! versions (a v2 interval is a multiple of 100).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -36,12 +44,35 @@ pub enum ChecksumForm {
     MessageOnly,
 }
 
-/// A decoded (or to-be-encoded) VRRPv3 advertisement.
+/// Protocol version of an advertisement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Version {
+    /// RFC 3768: IPv4 only, interval in seconds.
+    V2,
+    /// RFC 5798 / RFC 9568: interval in centiseconds.
+    #[default]
+    V3,
+}
+
+impl Version {
+    pub fn number(self) -> u8 {
+        match self {
+            Version::V2 => 2,
+            Version::V3 => 3,
+        }
+    }
+}
+
+/// Length of the VRRPv2 authentication data after the addresses.
+pub const V2_AUTH_LEN: usize = 8;
+
+/// A decoded (or to-be-encoded) advertisement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Advert {
+    pub version: Version,
     pub vrid: u8,
     pub priority: u8,
-    /// Max Adver Int in centiseconds (12 bits).
+    /// Max Adver Int in centiseconds (12 bits in v3; v2: seconds * 100).
     pub max_adver_int_cs: u16,
     /// Virtual addresses, all of one family.
     pub addrs: Vec<IpAddr>,
@@ -56,7 +87,7 @@ pub enum ParseError {
     BadIpHeader,
     /// TTL / hop limit other than 255.
     BadTtl,
-    /// VRRP version other than 3.
+    /// VRRP version other than 2 or 3, or version 2 over IPv6.
     BadVersion,
     /// Type other than 1 (ADVERTISEMENT).
     BadType,
@@ -166,7 +197,8 @@ pub fn vrrp_checksum(msg: &[u8], src: IpAddr, dst: IpAddr, form: ChecksumForm) -
 
 /// Encode the VRRP message (no IP header) with the checksum filled in.
 /// `src`/`dst` are the IP addresses the packet will carry. Addresses of the
-/// other family than `src` are skipped; at most 255 are encoded.
+/// other family than `src` are skipped; at most 255 are encoded. A v2
+/// advert always carries the message-only checksum (`form` is ignored).
 pub fn encode(adv: &Advert, src: IpAddr, dst: IpAddr, form: ChecksumForm) -> Vec<u8> {
     let v6 = src.is_ipv6();
     let addrs: Vec<&IpAddr> = adv
@@ -175,12 +207,19 @@ pub fn encode(adv: &Advert, src: IpAddr, dst: IpAddr, form: ChecksumForm) -> Vec
         .filter(|a| a.is_ipv6() == v6)
         .take(255)
         .collect();
-    let mut out = Vec::with_capacity(HEADER_LEN + addrs.len() * if v6 { 16 } else { 4 });
-    out.push(0x31); // version 3, type 1
+    let v2 = adv.version == Version::V2;
+    let mut out = Vec::with_capacity(HEADER_LEN + addrs.len() * if v6 { 16 } else { 4 } + V2_AUTH_LEN);
+    out.push(adv.version.number() << 4 | 1); // type 1: advertisement
     out.push(adv.vrid);
     out.push(adv.priority);
     out.push(addrs.len() as u8);
-    out.extend_from_slice(&(adv.max_adver_int_cs & MAX_ADVER_INT_CS).to_be_bytes());
+    if v2 {
+        // auth type 0 (none), interval in seconds
+        out.push(0);
+        out.push((adv.max_adver_int_cs / 100).min(255) as u8);
+    } else {
+        out.extend_from_slice(&(adv.max_adver_int_cs & MAX_ADVER_INT_CS).to_be_bytes());
+    }
     out.extend_from_slice(&[0, 0]);
     for a in addrs {
         match a {
@@ -188,6 +227,12 @@ pub fn encode(adv: &Advert, src: IpAddr, dst: IpAddr, form: ChecksumForm) -> Vec
             IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
         }
     }
+    let form = if v2 {
+        out.extend_from_slice(&[0; V2_AUTH_LEN]);
+        ChecksumForm::MessageOnly
+    } else {
+        form
+    };
     let ck = vrrp_checksum(&out, src, dst, form);
     out[6..8].copy_from_slice(&ck.to_be_bytes());
     out
@@ -224,8 +269,8 @@ pub fn encode_ipv4_packet(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
     pub advert: Advert,
-    /// For IPv4, which checksum form matched (pseudo-header tried first). For
-    /// IPv6 always `PseudoHeader`.
+    /// For IPv4 v3, which checksum form matched (pseudo-header tried first);
+    /// v2 always `MessageOnly`; IPv6 always `PseudoHeader`.
     pub checksum_form: ChecksumForm,
 }
 
@@ -234,11 +279,12 @@ pub fn decode(msg: &[u8], src: IpAddr, dst: IpAddr) -> Result<Decoded, ParseErro
     if msg.len() < HEADER_LEN {
         return Err(ParseError::TooShort);
     }
-    let version = msg[0] >> 4;
+    let version = match msg[0] >> 4 {
+        2 if src.is_ipv4() => Version::V2,
+        3 => Version::V3,
+        _ => return Err(ParseError::BadVersion),
+    };
     let typ = msg[0] & 0x0f;
-    if version != 3 {
-        return Err(ParseError::BadVersion);
-    }
     if typ != 1 {
         return Err(ParseError::BadType);
     }
@@ -248,19 +294,28 @@ pub fn decode(msg: &[u8], src: IpAddr, dst: IpAddr) -> Result<Decoded, ParseErro
     }
     let priority = msg[2];
     let count = usize::from(msg[3]);
-    let max_adver_int_cs = u16::from_be_bytes([msg[4], msg[5]]) & MAX_ADVER_INT_CS;
+    let max_adver_int_cs = match version {
+        Version::V2 => u16::from(msg[5]) * 100,
+        Version::V3 => u16::from_be_bytes([msg[4], msg[5]]) & MAX_ADVER_INT_CS,
+    };
     let alen = if src.is_ipv6() { 16 } else { 4 };
     let need = HEADER_LEN + count * alen;
     if msg.len() < need {
         return Err(ParseError::TooShort);
     }
-    // Trailing bytes (e.g. a VRRPv2-style auth trailer) are tolerated but must
-    // be covered by the checksum, as the sender computed it over the whole payload.
+    // Trailing bytes (the VRRPv2 authentication data, or such a trailer on
+    // v3) are tolerated but must be covered by the checksum, as the sender
+    // computed it over the whole payload.
     if count == 0 {
         return Err(ParseError::BadLength);
     }
     let got = u16::from_be_bytes([msg[6], msg[7]]);
-    let form = if vrrp_checksum(msg, src, dst, ChecksumForm::PseudoHeader) == got {
+    let form = if version == Version::V2 {
+        if vrrp_checksum(msg, src, dst, ChecksumForm::MessageOnly) != got {
+            return Err(ParseError::BadChecksum);
+        }
+        ChecksumForm::MessageOnly
+    } else if vrrp_checksum(msg, src, dst, ChecksumForm::PseudoHeader) == got {
         ChecksumForm::PseudoHeader
     } else if src.is_ipv4() && vrrp_checksum(msg, src, dst, ChecksumForm::MessageOnly) == got {
         ChecksumForm::MessageOnly
@@ -280,6 +335,7 @@ pub fn decode(msg: &[u8], src: IpAddr, dst: IpAddr) -> Result<Decoded, ParseErro
     }
     Ok(Decoded {
         advert: Advert {
+            version,
             vrid,
             priority,
             max_adver_int_cs,
@@ -340,6 +396,7 @@ mod tests {
 
     fn adv4() -> Advert {
         Advert {
+            version: Version::V3,
             vrid: 51,
             priority: 150,
             max_adver_int_cs: 10,
@@ -403,6 +460,7 @@ mod tests {
     #[test]
     fn golden_ipv6() {
         let a = Advert {
+            version: Version::V3,
             vrid: 7,
             priority: 100,
             max_adver_int_cs: 100,
@@ -451,8 +509,12 @@ mod tests {
         m[7] ^= 1;
         assert_eq!(decode(&m, s, d), Err(ParseError::BadChecksum));
         let mut m = good.clone();
-        m[0] = 0x21;
+        m[0] = 0x11;
         assert_eq!(decode(&m, s, d), Err(ParseError::BadVersion));
+        // a v2 header over a v3 checksum: the v2 (message-only) checksum fails
+        let mut m = good.clone();
+        m[0] = 0x21;
+        assert_eq!(decode(&m, s, d), Err(ParseError::BadChecksum));
         let mut m = good.clone();
         m[0] = 0x32;
         assert_eq!(decode(&m, s, d), Err(ParseError::BadType));
@@ -482,6 +544,64 @@ mod tests {
         let ck = vrrp_checksum(&m, s, d, ChecksumForm::MessageOnly);
         m[6..8].copy_from_slice(&ck.to_be_bytes());
         assert_eq!(decode(&m, s, d).unwrap().advert.max_adver_int_cs, 10);
+    }
+
+    fn adv4_v2() -> Advert {
+        Advert {
+            version: Version::V2,
+            max_adver_int_cs: 100,
+            ..adv4()
+        }
+    }
+
+    // Golden bytes computed independently of this code (RFC 1071 over the
+    // whole message, authentication data included, in a few lines of Python).
+    #[test]
+    fn golden_v2_message_and_packet() {
+        let (s, d) = (v4("10.0.0.1"), v4("224.0.0.18"));
+        for form in [ChecksumForm::PseudoHeader, ChecksumForm::MessageOnly] {
+            let m = encode(&adv4_v2(), s, d, form);
+            assert_eq!(hex(&m), "213396020001c4b2c000020ac000020b0000000000000000");
+        }
+        let p = encode_ipv4_packet(
+            &adv4_v2(),
+            "10.0.0.1".parse().unwrap(),
+            MCAST_V4,
+            ChecksumForm::PseudoHeader,
+        );
+        assert_eq!(
+            hex(&p),
+            "45c0002c00000000ff70d08e0a000001e0000012\
+             213396020001c4b2c000020ac000020b0000000000000000"
+        );
+        let dec = decode(&p[20..], s, d).unwrap();
+        assert_eq!(dec.advert, adv4_v2());
+        assert_eq!(dec.checksum_form, ChecksumForm::MessageOnly);
+    }
+
+    #[test]
+    fn v2_interval_in_seconds_and_rejects() {
+        let (s, d) = (v4("10.0.0.1"), v4("224.0.0.18"));
+        let a = Advert {
+            max_adver_int_cs: 300,
+            ..adv4_v2()
+        };
+        let m = encode(&a, s, d, ChecksumForm::MessageOnly);
+        assert_eq!((m[4], m[5]), (0, 3));
+        assert_eq!(decode(&m, s, d).unwrap().advert.max_adver_int_cs, 300);
+        // v2 does not exist over IPv6
+        let (s6, d6) = (v4("fe80::1"), IpAddr::V6(MCAST_V6));
+        assert_eq!(decode(&m, s6, d6), Err(ParseError::BadVersion));
+        // the pseudo-header form is not a v2 checksum
+        let mut bad = m.clone();
+        let ck = vrrp_checksum(&bad, s, d, ChecksumForm::PseudoHeader);
+        bad[6..8].copy_from_slice(&ck.to_be_bytes());
+        assert_eq!(decode(&bad, s, d), Err(ParseError::BadChecksum));
+        // without its authentication data it still decodes (checksum over what is there)
+        let mut short = m[..16].to_vec();
+        let ck = vrrp_checksum(&short, s, d, ChecksumForm::MessageOnly);
+        short[6..8].copy_from_slice(&ck.to_be_bytes());
+        assert_eq!(decode(&short, s, d).unwrap().advert, a);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use proptest::prelude::*;
-use vrrp::packet::{self, Advert, ChecksumForm};
+use vrrp::packet::{self, Advert, ChecksumForm, Version};
 
 fn v4() -> impl Strategy<Value = IpAddr> {
     any::<u32>().prop_map(|a| IpAddr::V4(Ipv4Addr::from(a)))
@@ -30,7 +30,7 @@ proptest! {
     #[test]
     fn valid_v4_round_trips(vrid in 1u8.., prio in any::<u8>(), int in 1u16..4096, addrs in proptest::collection::vec(v4(), 1..20), s in v4(), d in v4(), pseudo in any::<bool>()) {
         let form = if pseudo { ChecksumForm::PseudoHeader } else { ChecksumForm::MessageOnly };
-        let a = Advert { vrid, priority: prio, max_adver_int_cs: int, addrs };
+        let a = Advert { version: Version::V3, vrid, priority: prio, max_adver_int_cs: int, addrs };
         let m = packet::encode(&a, s, d, form);
         let dec = packet::decode(&m, s, d).unwrap();
         prop_assert_eq!(dec.advert, a);
@@ -45,14 +45,24 @@ proptest! {
 
     #[test]
     fn valid_v6_round_trips(vrid in 1u8.., prio in any::<u8>(), int in 1u16..4096, addrs in proptest::collection::vec(v6(), 1..10), s in v6(), d in v6()) {
-        let a = Advert { vrid, priority: prio, max_adver_int_cs: int, addrs };
+        let a = Advert { version: Version::V3, vrid, priority: prio, max_adver_int_cs: int, addrs };
         let m = packet::encode(&a, s, d, ChecksumForm::PseudoHeader);
         prop_assert_eq!(packet::decode(&m, s, d).unwrap().advert, a);
     }
 
     #[test]
+    fn valid_v2_round_trips(vrid in 1u8.., prio in any::<u8>(), secs in 1u16..256, addrs in proptest::collection::vec(v4(), 1..20), s in v4(), d in v4()) {
+        let a = Advert { version: Version::V2, vrid, priority: prio, max_adver_int_cs: secs * 100, addrs };
+        let m = packet::encode(&a, s, d, ChecksumForm::PseudoHeader);
+        prop_assert_eq!(m.len(), 8 + 4 * a.addrs.len() + packet::V2_AUTH_LEN);
+        let dec = packet::decode(&m, s, d).unwrap();
+        prop_assert_eq!(dec.checksum_form, ChecksumForm::MessageOnly);
+        prop_assert_eq!(dec.advert, a);
+    }
+
+    #[test]
     fn truncation_is_rejected(addrs in proptest::collection::vec(v4(), 1..8), cut in 1usize..40, s in v4(), d in v4()) {
-        let a = Advert { vrid: 9, priority: 100, max_adver_int_cs: 100, addrs };
+        let a = Advert { version: Version::V3, vrid: 9, priority: 100, max_adver_int_cs: 100, addrs };
         let m = packet::encode(&a, s, d, ChecksumForm::PseudoHeader);
         let cut = cut.min(m.len());
         prop_assert!(packet::decode(&m[..m.len() - cut], s, d).is_err());
@@ -60,7 +70,7 @@ proptest! {
 
     #[test]
     fn bit_flips_are_caught_by_the_checksum(bit in 0usize..(8 * 16), s in v4(), d in v4()) {
-        let a = Advert { vrid: 9, priority: 100, max_adver_int_cs: 100, addrs: vec![IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2))] };
+        let a = Advert { version: Version::V3, vrid: 9, priority: 100, max_adver_int_cs: 100, addrs: vec![IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2))] };
         let mut m = packet::encode(&a, s, d, ChecksumForm::PseudoHeader);
         m[bit / 8] ^= 1 << (bit % 8);
         match packet::decode(&m, s, d) {
