@@ -1,28 +1,36 @@
 //! The YAML configuration file (`keepalive -c FILE`).
 //!
-//! Field values are checked while deserializing (validating newtypes), so a
-//! bad value is reported with its file, line, column and path, e.g.
-//! `keepalive.yaml:4:11: vrrp[0].vrid: vrid must be 1..=255, got 0`.
+//! Field values are checked while deserializing (validating newtypes in
+//! [`values`]), so a bad value is reported with its file, line, column and
+//! path, e.g. `keepalive.yaml:4:11: vrrp[0].vrid: vrid must be 1..=255, got 0`.
 //! Cross-field rules (unique names and VRIDs, one address family per
-//! instance, …) are checked afterwards and name the offending entry by path.
+//! instance, …) are checked afterwards ([`vrrp::validate`],
+//! [`checks::validate`]) and name the offending entry by path.
 //!
 //! The `services:`, `hosts:` and `options:` sections are those of an
 //! `ipvsctl apply` file: they are read as `ipvs-cluster` types in the same
 //! pass, validated (errors located in this file) and kept as the typed
 //! desired state that the IPVS worker applies.
 
-use std::collections::{BTreeMap, HashSet};
-use std::fmt;
-use std::net::{IpAddr, SocketAddr};
+mod checks;
+mod values;
+mod vrrp;
+
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
+use ::vrrp::packet::ChecksumForm;
 use ipvs_cluster::{ClusterSpec, Desired, HostSpec, ServiceSpec};
-use vrrp::packet::ChecksumForm;
+
+pub use checks::{CheckKind, HealthCheck, OnFailure, Statuses};
+pub use values::{
+    AdvertIntervalMs, Cidr, Command, Count, IfName, Millis, Priority, RtPriority, SyncId, Ttl,
+    Vrid, VrrpVersion, Weight,
+};
+pub use vrrp::{Instance, IpvsSync, Notify, SyncGroup, TrackInterface, TrackScript, TtlRange};
 
 /// A configuration error with a location (path and, where known, line/column).
 #[derive(Debug, thiserror::Error)]
@@ -36,209 +44,16 @@ pub enum ConfigError {
     Located(String),
 }
 
-/// Range-checks an integer inside the visitor, so the error has the
-/// scalar's own path, line and column.
-struct RangeVisitor {
-    lo: i64,
-    hi: i64,
-    what: &'static str,
-}
-
-impl de::Visitor<'_> for RangeVisitor {
-    type Value = i64;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "an integer {}..={}", self.lo, self.hi)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<i64, E> {
-        if v < self.lo || v > self.hi {
-            return Err(E::custom(format!(
-                "{} must be {}..={}, got {}",
-                self.what, self.lo, self.hi, v
-            )));
-        }
-        Ok(v)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<i64, E> {
-        self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
-    }
-}
-
-/// Parses a string inside the visitor (precise error locations, as above).
-struct StrVisitor<F>(&'static str, F);
-
-impl<T, F: FnOnce(&str) -> Result<T, String>> de::Visitor<'_> for StrVisitor<F> {
-    type Value = T;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-        (self.1)(v).map_err(E::custom)
-    }
-}
-
-macro_rules! ranged_int {
-    ($name:ident, $t:ty, $lo:expr, $hi:expr, $what:expr) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(pub $t);
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let v = d.deserialize_i64(RangeVisitor {
-                    lo: $lo,
-                    hi: $hi,
-                    what: $what,
-                })?;
-                Ok($name(v as $t))
-            }
-        }
-    };
-}
-
-ranged_int!(Vrid, u8, 1, 255, "vrid");
-ranged_int!(Priority, u8, 1, 255, "priority");
-ranged_int!(SyncId, u8, 0, 255, "syncid");
-ranged_int!(Count, u32, 1, 100, "count");
-ranged_int!(RtPriority, u8, 1, 99, "real-time priority");
-ranged_int!(Millis, u64, 0, 86_400_000, "milliseconds");
-
-/// Advertisement interval in ms: a multiple of 10 from 10 to 40950 (VRRPv3
-/// carries centiseconds in 12 bits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AdvertIntervalMs(pub u16);
-
-impl AdvertIntervalMs {
-    pub fn centis(self) -> u16 {
-        self.0 / 10
-    }
-}
-
-impl<'de> Deserialize<'de> for AdvertIntervalMs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl de::Visitor<'_> for V {
-            type Value = u16;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a multiple of 10 from 10 to 40950")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<u16, E> {
-                if !(10..=40_950).contains(&v) || v % 10 != 0 {
-                    return Err(E::custom(format!(
-                        "advert_interval_ms must be a multiple of 10 between 10 and 40950 (VRRPv3 centiseconds), got {v}"
-                    )));
-                }
-                Ok(v as u16)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<u16, E> {
-                self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
-            }
-        }
-        Ok(AdvertIntervalMs(d.deserialize_i64(V)?))
-    }
-}
-
-/// An address with a prefix length, written `ADDR/LEN` (or a bare address = host prefix).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Cidr {
-    pub addr: IpAddr,
-    pub prefix: u8,
-}
-
-impl fmt::Display for Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
-    }
-}
-
-impl std::str::FromStr for Cidr {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (a, p) = match s.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (s, None),
-        };
-        let addr: IpAddr = a
-            .trim()
-            .parse()
-            .map_err(|_| format!("invalid IP address {a:?} in {s:?}"))?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match p {
-            None => max,
-            Some(p) => p
-                .trim()
-                .parse::<u8>()
-                .ok()
-                .filter(|&n| n <= max)
-                .ok_or_else(|| format!("invalid prefix length {p:?} in {s:?} (0..={max})"))?,
-        };
-        if addr.is_unspecified() || addr.is_multicast() {
-            return Err(format!("{s:?} is not a usable unicast address"));
-        }
-        Ok(Cidr { addr, prefix })
-    }
-}
-
-impl<'de> Deserialize<'de> for Cidr {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(StrVisitor("an address or ADDR/PREFIX", |s: &str| s.parse()))
-    }
-}
-
-/// Interface name (checked against IFNAMSIZ).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct IfName(pub String);
-
-impl<'de> Deserialize<'de> for IfName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(StrVisitor("an interface name", |s: &str| {
-            if s.is_empty() || s.len() > 15 || s.contains(['/', ' ', '\0']) || s == "." || s == ".."
-            {
-                return Err(format!(
-                    "invalid interface name {s:?} (1-15 characters, no '/' or spaces)"
-                ));
-            }
-            Ok(IfName(s.to_string()))
-        }))
-    }
-}
-
-impl fmt::Display for IfName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A command: a string run by `/bin/sh -c`, or an argv list run directly.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command(pub Vec<String>);
-
-impl<'de> Deserialize<'de> for Command {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Shell(String),
-            Argv(Vec<String>),
-        }
-        let argv = match Raw::deserialize(d)
-            .map_err(|_| de::Error::custom("command must be a string or a list of strings"))?
-        {
-            Raw::Shell(s) => vec!["/bin/sh".into(), "-c".into(), s],
-            Raw::Argv(v) => v,
-        };
-        if argv.is_empty() || argv[0].is_empty() {
-            return Err(de::Error::custom("command must not be empty"));
-        }
-        Ok(Command(argv))
-    }
-}
-
-fn default_true() -> bool {
-    true
-}
-fn default_priority() -> Priority {
-    Priority(100)
-}
-fn default_interval() -> AdvertIntervalMs {
-    AdvertIntervalMs(1000)
+/// What a failed IPVS apply does to the VRRP role (`global.ipvs_apply_failure`).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ApplyFailure {
+    /// Keep the role; the apply is retried with back-off.
+    #[default]
+    KeepRole,
+    /// Stay (or become) BACKUP until the table is applied: a front end
+    /// without its services never takes the VIPs.
+    Demote,
 }
 
 /// Global settings.
@@ -271,6 +86,9 @@ pub struct Global {
     /// advert. Applied at start.
     #[serde(default)]
     pub lock_memory: bool,
+    /// What a failed IPVS apply does to the VRRP role (retries go on either way).
+    #[serde(default)]
+    pub ipvs_apply_failure: ApplyFailure,
 }
 
 fn default_checksum() -> ChecksumForm {
@@ -302,185 +120,8 @@ impl Default for Global {
             garp_master_delay_ms: default_garp_refresh(),
             realtime_priority: None,
             lock_memory: false,
+            ipvs_apply_failure: ApplyFailure::KeepRole,
         }
-    }
-}
-
-/// Kernel IPVS connection-sync daemon bound to an instance's role.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct IpvsSync {
-    pub interface: IfName,
-    /// Defaults to the instance's VRID.
-    #[serde(default)]
-    pub syncid: Option<SyncId>,
-}
-
-/// Hooks run (without waiting) on transitions. Each gets the environment
-/// `KEEPALIVE_INSTANCE`, `KEEPALIVE_STATE`, `KEEPALIVE_PRIORITY`; `any` also
-/// gets `INSTANCE NAME STATE PRIORITY` as arguments, like keepalived's `notify`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Notify {
-    #[serde(default)]
-    pub master: Option<Command>,
-    #[serde(default)]
-    pub backup: Option<Command>,
-    #[serde(default)]
-    pub stop: Option<Command>,
-    #[serde(default)]
-    pub any: Option<Command>,
-}
-
-/// One VRRP instance (virtual router).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Instance {
-    pub name: String,
-    pub interface: IfName,
-    pub vrid: Vrid,
-    #[serde(default = "default_priority")]
-    pub priority: Priority,
-    #[serde(default = "default_interval")]
-    pub advert_interval_ms: AdvertIntervalMs,
-    pub virtual_ips: Vec<Cidr>,
-    #[serde(default = "default_true")]
-    pub preempt: bool,
-    #[serde(default)]
-    pub preempt_delay_ms: Option<Millis>,
-    /// Unicast peers; empty = multicast (224.0.0.18 / ff02::12).
-    #[serde(default)]
-    pub unicast_peers: Vec<IpAddr>,
-    /// Source address for adverts; default: the interface's primary address
-    /// (IPv4) or its link-local address (IPv6).
-    #[serde(default)]
-    pub source_ip: Option<IpAddr>,
-    #[serde(default)]
-    pub ipvs_sync: Option<IpvsSync>,
-    /// IPv4 checksum form to send; default from `global.checksum`.
-    #[serde(default)]
-    pub checksum: Option<ChecksumForm>,
-    #[serde(default)]
-    pub notify: Notify,
-}
-
-impl Instance {
-    pub fn is_ipv6(&self) -> bool {
-        self.virtual_ips.first().is_some_and(|c| c.addr.is_ipv6())
-    }
-    pub fn preempt_delay(&self) -> Duration {
-        Duration::from_millis(self.preempt_delay_ms.map_or(0, |m| m.0))
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum CheckKind {
-    Tcp,
-    Http,
-    Https,
-    Exec,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum OnFailure {
-    /// Set the destination's weight to 0 (established connections continue).
-    #[default]
-    Quiesce,
-    /// Remove the destination from its services.
-    Remove,
-}
-
-/// Expected HTTP status: one code or a list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Statuses(pub Vec<u16>);
-
-impl<'de> Deserialize<'de> for Statuses {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            One(u16),
-            Many(Vec<u16>),
-        }
-        let v = match Raw::deserialize(d).map_err(|_| {
-            de::Error::custom("expected_status must be a status code or a list of codes")
-        })? {
-            Raw::One(n) => vec![n],
-            Raw::Many(v) => v,
-        };
-        if v.is_empty() || v.iter().any(|&c| !(100..=599).contains(&c)) {
-            return Err(de::Error::custom("expected_status codes must be 100..=599"));
-        }
-        Ok(Statuses(v))
-    }
-}
-
-/// A health check of one real server.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HealthCheck {
-    /// Destination address:port as it appears in the IPVS services.
-    pub real_server: SocketAddr,
-    /// Restrict to services whose virtual address:port is this (default: all
-    /// services that have the destination).
-    #[serde(default)]
-    pub service: Option<SocketAddr>,
-    #[serde(rename = "type")]
-    pub kind: CheckKind,
-    /// Port to probe (default: the real server's port).
-    #[serde(default)]
-    pub port: Option<u16>,
-    #[serde(default)]
-    pub path: Option<String>,
-    /// HTTP Host header (default: the address).
-    #[serde(default)]
-    pub host: Option<String>,
-    #[serde(default)]
-    pub expected_status: Option<Statuses>,
-    #[serde(default)]
-    pub command: Option<Command>,
-    #[serde(default = "default_check_interval")]
-    pub interval_ms: Millis,
-    #[serde(default = "default_check_timeout")]
-    pub timeout_ms: Millis,
-    #[serde(default = "default_rise")]
-    pub rise: Count,
-    #[serde(default = "default_fall")]
-    pub fall: Count,
-    #[serde(default)]
-    pub on_failure: OnFailure,
-}
-
-fn default_check_interval() -> Millis {
-    Millis(2000)
-}
-fn default_check_timeout() -> Millis {
-    Millis(1000)
-}
-fn default_rise() -> Count {
-    Count(2)
-}
-fn default_fall() -> Count {
-    Count(3)
-}
-
-impl HealthCheck {
-    pub fn target(&self) -> SocketAddr {
-        SocketAddr::new(
-            self.real_server.ip(),
-            self.port.unwrap_or(self.real_server.port()),
-        )
-    }
-    pub fn label(&self) -> String {
-        let kind = match self.kind {
-            CheckKind::Tcp => "tcp",
-            CheckKind::Http => "http",
-            CheckKind::Https => "https",
-            CheckKind::Exec => "exec",
-        };
-        format!("{kind}:{}", self.real_server)
     }
 }
 
@@ -492,6 +133,8 @@ struct File {
     global: Global,
     #[serde(default)]
     vrrp: Vec<Instance>,
+    #[serde(default)]
+    sync_groups: Vec<SyncGroup>,
     #[serde(default)]
     health_checks: Vec<HealthCheck>,
     #[serde(default)]
@@ -507,6 +150,7 @@ struct File {
 pub struct Config {
     pub global: Global,
     pub vrrp: Vec<Instance>,
+    pub sync_groups: Vec<SyncGroup>,
     pub health_checks: Vec<HealthCheck>,
     /// The IPVS services and host map to keep applied (None: the file has
     /// neither `services:` nor `hosts:`).
@@ -535,6 +179,7 @@ impl Config {
         let cfg = Config {
             global: f.global,
             vrrp: f.vrrp,
+            sync_groups: f.sync_groups,
             health_checks: f.health_checks,
             cluster: None,
         };
@@ -561,111 +206,15 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), String> {
-        let mut names: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut vrids: BTreeMap<(&str, bool, u8), usize> = BTreeMap::new();
-        for (i, inst) in self.vrrp.iter().enumerate() {
-            let at = format!("vrrp[{i}] ({})", inst.name);
-            if inst.name.is_empty()
-                || inst.name.len() > 64
-                || inst.name.contains(char::is_whitespace)
-            {
-                return Err(format!(
-                    "vrrp[{i}].name: must be 1-64 characters without spaces"
-                ));
-            }
-            if let Some(j) = names.insert(&inst.name, i) {
-                return Err(format!("{at}.name: duplicate of vrrp[{j}]"));
-            }
-            if inst.virtual_ips.is_empty() {
-                return Err(format!(
-                    "{at}.virtual_ips: at least one address is required"
-                ));
-            }
-            if inst.virtual_ips.len() > 255 {
-                return Err(format!(
-                    "{at}.virtual_ips: at most 255 addresses fit in an advertisement"
-                ));
-            }
-            let v6 = inst.is_ipv6();
-            if let Some(bad) = inst.virtual_ips.iter().find(|c| c.addr.is_ipv6() != v6) {
-                return Err(format!(
-                    "{at}.virtual_ips: {bad} mixes address families; use one instance per family (RFC 5798)"
-                ));
-            }
-            let mut seen = HashSet::new();
-            if let Some(dup) = inst.virtual_ips.iter().find(|c| !seen.insert(c.addr)) {
-                return Err(format!("{at}.virtual_ips: {dup} listed twice"));
-            }
-            if let Some(p) = inst.unicast_peers.iter().find(|p| p.is_ipv6() != v6) {
-                return Err(format!(
-                    "{at}.unicast_peers: {p} is not of the virtual addresses' family"
-                ));
-            }
-            if let Some(p) = inst
-                .unicast_peers
-                .iter()
-                .find(|p| p.is_multicast() || p.is_unspecified())
-            {
-                return Err(format!("{at}.unicast_peers: {p} is not a unicast address"));
-            }
-            if let Some(s) = inst.source_ip {
-                if s.is_ipv6() != v6 {
-                    return Err(format!(
-                        "{at}.source_ip: {s} is not of the virtual addresses' family"
-                    ));
-                }
-            }
-            if let Some(j) = vrids.insert((&inst.interface.0, v6, inst.vrid.0), i) {
-                return Err(format!(
-                    "{at}.vrid: VRID {} is already used on {} by vrrp[{j}] ({})",
-                    inst.vrid.0, inst.interface, self.vrrp[j].name
-                ));
-            }
-        }
-        for (i, hc) in self.health_checks.iter().enumerate() {
-            let at = format!("health_checks[{i}] ({})", hc.label());
-            match hc.kind {
-                CheckKind::Exec if hc.command.is_none() => {
-                    return Err(format!("{at}: type exec needs `command`"));
-                }
-                CheckKind::Tcp | CheckKind::Http | CheckKind::Https if hc.command.is_some() => {
-                    return Err(format!("{at}.command: only valid with type exec"));
-                }
-                _ => {}
-            }
-            if !matches!(hc.kind, CheckKind::Http | CheckKind::Https)
-                && (hc.path.is_some() || hc.expected_status.is_some() || hc.host.is_some())
-            {
-                return Err(format!(
-                    "{at}: path/host/expected_status only apply to http and https checks"
-                ));
-            }
-            if let Some(p) = &hc.path {
-                if !p.starts_with('/') || p.contains(['\r', '\n', ' ']) {
-                    return Err(format!(
-                        "{at}.path: must start with / and contain no spaces or newlines"
-                    ));
-                }
-            }
-            if let Some(h) = &hc.host {
-                if h.is_empty() || h.contains(['\r', '\n', ' ']) {
-                    return Err(format!("{at}.host: invalid Host header {h:?}"));
-                }
-            }
-            if hc.timeout_ms.0 == 0 || hc.interval_ms.0 == 0 {
-                return Err(format!("{at}: interval_ms and timeout_ms must be > 0"));
-            }
-            if hc.timeout_ms.0 > hc.interval_ms.0 {
-                return Err(format!("{at}.timeout_ms: must not exceed interval_ms"));
-            }
-        }
-        Ok(())
+        vrrp::validate(&self.vrrp, &self.sync_groups)?;
+        checks::validate(&self.health_checks)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const GOOD: &str = r#"
 global:

@@ -37,6 +37,7 @@ pub trait IpvsBackend: Send {
 }
 
 /// One request to the [`IpvsWorker`].
+#[derive(Clone)]
 enum Request {
     Apply {
         desired: Option<Arc<Desired>>,
@@ -50,35 +51,98 @@ enum Request {
     SyncStop,
 }
 
+/// What the worker reports back to the event loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpvsEvent {
+    /// An apply finished: `ok`, and whether it was a retry of a failed one.
+    Applied { ok: bool, retry: bool },
+}
+
+/// First wait before a failed apply is retried; it doubles up to [`RETRY_MAX`].
+pub const RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(250);
+pub const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn backoff(failures: u32) -> std::time::Duration {
+    RETRY_FIRST
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(RETRY_MAX)
+}
+
 /// Runs the backend on its own thread, in request order, so that netlink
 /// round trips (a large `apply`, starting a sync daemon: the kernel creates
 /// its threads) never hold up the VRRP timers and adverts on the daemon's
 /// event loop. Errors are logged here. Of several queued applies only the
-/// last runs (each carries the whole desired state).
+/// last runs (each carries the whole desired state). A failed apply is
+/// retried with back-off ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]) until
+/// it succeeds or a newer one replaces it; each result is reported as an
+/// [`IpvsEvent`].
 pub struct IpvsWorker {
     tx: Option<std::sync::mpsc::Sender<Request>>,
     done: std::sync::mpsc::Receiver<()>,
 }
 
+/// The worker thread's loop.
+fn work(
+    mut backend: Box<dyn IpvsBackend>,
+    rx: std::sync::mpsc::Receiver<Request>,
+    events: Option<tokio::sync::mpsc::UnboundedSender<IpvsEvent>>,
+) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut queue = std::collections::VecDeque::new();
+    // The last apply, while it fails, and how often it failed.
+    let mut failed: Option<(Request, u32)> = None;
+    loop {
+        let mut retry = false;
+        match &failed {
+            None => match rx.recv() {
+                Ok(r) => queue.push_back(r),
+                Err(_) => return,
+            },
+            Some((r, n)) => match rx.recv_timeout(backoff(*n)) {
+                Ok(next) => queue.push_back(next),
+                Err(RecvTimeoutError::Timeout) => {
+                    queue.push_back(r.clone());
+                    retry = true;
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            },
+        }
+        queue.extend(rx.try_iter());
+        while let Some(r) = queue.pop_front() {
+            let is_apply = matches!(r, Request::Apply { .. });
+            if is_apply && queue.iter().any(|q| matches!(q, Request::Apply { .. })) {
+                continue; // superseded
+            }
+            let ok = run(backend.as_mut(), r.clone());
+            if is_apply {
+                let retrying = retry && failed.is_some();
+                failed = match (ok, failed.take()) {
+                    (true, _) => None,
+                    (false, Some((_, n))) if retrying => Some((r, n + 1)),
+                    (false, _) => Some((r, 1)),
+                };
+                if let Some(ev) = &events {
+                    let _ = ev.send(IpvsEvent::Applied {
+                        ok,
+                        retry: retrying,
+                    });
+                }
+            }
+        }
+    }
+}
+
 impl IpvsWorker {
-    pub fn spawn(mut backend: Box<dyn IpvsBackend>) -> std::io::Result<IpvsWorker> {
+    pub fn spawn(
+        backend: Box<dyn IpvsBackend>,
+        events: Option<tokio::sync::mpsc::UnboundedSender<IpvsEvent>>,
+    ) -> std::io::Result<IpvsWorker> {
         let (tx, rx) = std::sync::mpsc::channel::<Request>();
         let (done_tx, done) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("ipvs".into())
             .spawn(move || {
-                let mut queue = std::collections::VecDeque::new();
-                while let Ok(r) = rx.recv() {
-                    queue.push_back(r);
-                    queue.extend(rx.try_iter());
-                    while let Some(r) = queue.pop_front() {
-                        let superseded = matches!(r, Request::Apply { .. })
-                            && queue.iter().any(|q| matches!(q, Request::Apply { .. }));
-                        if !superseded {
-                            run(backend.as_mut(), r);
-                        }
-                    }
-                }
+                work(backend, rx, events);
                 let _ = done_tx.send(());
             })?;
         Ok(IpvsWorker { tx: Some(tx), done })
@@ -118,28 +182,30 @@ impl IpvsWorker {
     }
 }
 
-fn run(backend: &mut dyn IpvsBackend, r: Request) {
-    match r {
-        Request::Apply { desired, down } => {
-            if let Err(e) = backend.apply(desired.as_deref(), &down) {
-                tracing::error!(error = format!("{e:#}"), "applying IPVS configuration");
-            }
-        }
+/// Run one request; false if it failed (logged here).
+fn run(backend: &mut dyn IpvsBackend, r: Request) -> bool {
+    let (what, result) = match r {
+        Request::Apply { desired, down } => (
+            "applying IPVS configuration (retried with back-off)",
+            backend.apply(desired.as_deref(), &down),
+        ),
         Request::SyncRole {
             role,
             iface,
             syncid,
-        } => {
-            if let Err(e) = backend.sync_role(role, &iface, syncid) {
-                tracing::error!(?role, error = format!("{e:#}"), "IPVS sync daemon");
-            }
-        }
-        Request::SyncStop => {
-            if let Err(e) = backend.sync_stop() {
-                tracing::error!(error = format!("{e:#}"), "stopping the IPVS sync daemon");
-            }
-        }
+        } => (
+            match role {
+                SyncRole::Master => "IPVS sync daemon (master)",
+                SyncRole::Backup => "IPVS sync daemon (backup)",
+            },
+            backend.sync_role(role, &iface, syncid),
+        ),
+        Request::SyncStop => ("stopping the IPVS sync daemon", backend.sync_stop()),
+    };
+    if let Err(e) = &result {
+        tracing::error!(error = format!("{e:#}"), "{what}");
     }
+    result.is_ok()
 }
 
 /// Used when there is nothing to manage (no `services:`, no `ipvs_sync`) or
@@ -352,7 +418,7 @@ mod tests {
     #[test]
     fn worker_keeps_order_and_finishes() {
         let log = Arc::new(Mutex::new(vec![]));
-        let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone()))).unwrap();
+        let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone())), None).unwrap();
         w.apply(named("a"), vec![]);
         w.sync_role(SyncRole::Backup, "eth1", 51);
         w.sync_role(SyncRole::Master, "eth1", 51);
@@ -374,7 +440,7 @@ mod tests {
     #[test]
     fn worker_coalesces_queued_applies() {
         let log = Arc::new(Mutex::new(vec![]));
-        let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone()))).unwrap();
+        let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone())), None).unwrap();
         for i in 0..20 {
             w.apply(named(&format!("{i}")), vec![]);
         }
@@ -382,6 +448,66 @@ mod tests {
         let log = log.lock().unwrap().clone();
         assert!(log.len() < 20, "{log:?}");
         assert_eq!(log.last().unwrap(), "apply Some(\"19\") 0");
+    }
+
+    /// Fails its first `fails` applies.
+    struct Flaky(u32, Arc<Mutex<u32>>);
+    impl IpvsBackend for Flaky {
+        fn apply(&mut self, _: Option<&Desired>, _: &[DownDest]) -> anyhow::Result<()> {
+            *self.1.lock().unwrap() += 1;
+            if self.0 > 0 {
+                self.0 -= 1;
+                anyhow::bail!("kernel says no")
+            }
+            Ok(())
+        }
+        fn sync_role(&mut self, _: SyncRole, _: &str, _: u8) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn sync_stop(&mut self) -> anyhow::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn failed_apply_is_retried_with_back_off() {
+        let calls = Arc::new(Mutex::new(0));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let t0 = std::time::Instant::now();
+        let mut w = IpvsWorker::spawn(Box::new(Flaky(2, calls.clone())), Some(tx)).unwrap();
+        w.apply(named("a"), vec![]);
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            if let Ok(e) = rx.try_recv() {
+                got.push(e);
+            } else {
+                assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{got:?}");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        // failed; retried 250 ms later, failed; retried 500 ms later, applied
+        assert_eq!(
+            got,
+            [
+                IpvsEvent::Applied {
+                    ok: false,
+                    retry: false
+                },
+                IpvsEvent::Applied {
+                    ok: false,
+                    retry: true
+                },
+                IpvsEvent::Applied {
+                    ok: true,
+                    retry: true
+                },
+            ]
+        );
+        assert!(t0.elapsed() >= RETRY_FIRST + backoff(2));
+        assert_eq!(backoff(2), RETRY_FIRST * 2);
+        assert_eq!(backoff(40), RETRY_MAX);
+        w.finish(std::time::Duration::from_secs(5));
+        assert_eq!(*calls.lock().unwrap(), 3);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod announce;
 pub mod config;
 pub mod daemon;
 pub mod health;
+pub mod http;
 pub mod ipvs;
 pub mod metrics;
 pub mod realtime;

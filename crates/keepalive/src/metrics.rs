@@ -1,206 +1,270 @@
-//! Counters and the Prometheus text endpoint.
+//! The daemon's metrics, kept in a `prometheus-client` registry and served
+//! in the Prometheus text format by [`crate::http`].
+//!
+//! Series are labelled by instance (or interface, check, group); those of
+//! an instance, check or group that a reload removes are removed with it.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
-/// Per-instance counters.
-#[derive(Debug, Default, Clone)]
-pub struct InstanceStats {
-    pub state: &'static str,
-    pub priority: u8,
-    pub transitions: u64,
-    pub adverts_sent: u64,
-    pub adverts_received: u64,
-    pub invalid: BTreeMap<&'static str, u64>,
+/// A label set: `[("instance", "VI_1"), ("reason", "bad_ttl")]`.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// Counters, by family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum C {
+    Transitions,
+    AdvertsSent,
+    AdvertsReceived,
+    AdvertsInvalid,
+    ChecksumForm,
+    Faults,
+    VipReadds,
+    CheckFailures,
+    CheckTransitions,
+    Reloads,
+    IpvsApplyFailures,
+    IpvsApplyRetries,
 }
 
-/// Health check state.
-#[derive(Debug, Default, Clone)]
-pub struct CheckStats {
-    pub up: bool,
-    pub failures: u64,
-    pub transitions: u64,
+/// Gauges, by family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum G {
+    State,
+    Priority,
+    TrackUp,
+    GroupState,
+    CheckUp,
+    IpvsApplied,
 }
 
-#[derive(Debug, Default)]
-pub struct Stats {
-    pub instances: BTreeMap<String, InstanceStats>,
-    /// Packets that could not be attributed to an instance, by interface and reason.
-    pub invalid: BTreeMap<(String, &'static str), u64>,
-    pub checks: BTreeMap<String, CheckStats>,
-    pub reloads: u64,
+const COUNTERS: &[(C, &str, &str)] = &[
+    (
+        C::Transitions,
+        "keepalive_vrrp_transitions",
+        "State transitions.",
+    ),
+    (
+        C::AdvertsSent,
+        "keepalive_vrrp_adverts_sent",
+        "Advertisements sent.",
+    ),
+    (
+        C::AdvertsReceived,
+        "keepalive_vrrp_adverts_received",
+        "Valid advertisements received.",
+    ),
+    (
+        C::AdvertsInvalid,
+        "keepalive_vrrp_adverts_invalid",
+        "Advertisements dropped or mismatched, by reason.",
+    ),
+    (
+        C::ChecksumForm,
+        "keepalive_vrrp_adverts_checksum_form",
+        "Valid IPv4 VRRPv3 adverts by the checksum form the peer used.",
+    ),
+    (
+        C::Faults,
+        "keepalive_vrrp_faults",
+        "Transitions into FAULT.",
+    ),
+    (
+        C::VipReadds,
+        "keepalive_vrrp_vip_readds",
+        "Virtual addresses removed behind the daemon's back and put back.",
+    ),
+    (
+        C::CheckFailures,
+        "keepalive_check_failures",
+        "Failed health check probes.",
+    ),
+    (
+        C::CheckTransitions,
+        "keepalive_check_transitions",
+        "Up/down changes of the real server.",
+    ),
+    (C::Reloads, "keepalive_reloads", "Configuration reloads."),
+    (
+        C::IpvsApplyFailures,
+        "keepalive_ipvs_apply_failures",
+        "Failed applies of the desired IPVS state.",
+    ),
+    (
+        C::IpvsApplyRetries,
+        "keepalive_ipvs_apply_retries",
+        "Applies of the desired IPVS state retried after a failure.",
+    ),
+];
+
+const GAUGES: &[(G, &str, &str)] = &[
+    (
+        G::State,
+        "keepalive_vrrp_state",
+        "VRRP state of the instance (1 for the current state).",
+    ),
+    (
+        G::Priority,
+        "keepalive_vrrp_priority",
+        "Current (effective) priority.",
+    ),
+    (
+        G::TrackUp,
+        "keepalive_track_up",
+        "Tracked interface or script of an instance (1 healthy, 0 failing).",
+    ),
+    (
+        G::GroupState,
+        "keepalive_sync_group_state",
+        "State of the sync group (1 for the current state).",
+    ),
+    (
+        G::CheckUp,
+        "keepalive_check_up",
+        "Health check state of the real server (1 up, 0 down).",
+    ),
+    (
+        G::IpvsApplied,
+        "keepalive_ipvs_applied",
+        "1 when the desired IPVS state is applied, 0 while it fails.",
+    ),
+];
+
+/// The states a state gauge has a series for.
+pub const STATES: [&str; 4] = ["init", "backup", "master", "fault"];
+
+/// (0 counter or 1 gauge, family, labels).
+type Series = (u8, u8, Labels);
+
+struct Inner {
+    registry: Registry,
+    counters: BTreeMap<C, Family<Labels, Counter>>,
+    gauges: BTreeMap<G, Family<Labels, Gauge>>,
+    /// Series by owner (the value of their first label), for removal.
+    owned: Mutex<BTreeMap<String, BTreeSet<Series>>>,
 }
 
-pub type Shared = Arc<Mutex<Stats>>;
+/// Shared handle on the metrics (cheap to clone).
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
 
-fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-impl Stats {
-    pub fn count_invalid(&mut self, iface: &str, reason: &'static str) {
-        *self.invalid.entry((iface.to_string(), reason)).or_default() += 1;
-    }
-
-    /// Render in the Prometheus text exposition format.
-    pub fn render(&self) -> String {
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "# HELP keepalive_vrrp_state VRRP state of the instance (1 for the current state)."
-        );
-        let _ = writeln!(o, "# TYPE keepalive_vrrp_state gauge");
-        for (n, i) in &self.instances {
-            for s in ["init", "backup", "master"] {
-                let _ = writeln!(
-                    o,
-                    "keepalive_vrrp_state{{instance=\"{}\",state=\"{s}\"}} {}",
-                    esc(n),
-                    u8::from(i.state == s)
-                );
-            }
-        }
-        let _ = writeln!(o, "# HELP keepalive_vrrp_priority Current priority.");
-        let _ = writeln!(o, "# TYPE keepalive_vrrp_priority gauge");
-        for (n, i) in &self.instances {
-            let _ = writeln!(
-                o,
-                "keepalive_vrrp_priority{{instance=\"{}\"}} {}",
-                esc(n),
-                i.priority
-            );
-        }
-        for (metric, help, get) in [
-            (
-                "keepalive_vrrp_transitions_total",
-                "State transitions.",
-                (|i: &InstanceStats| i.transitions) as fn(&InstanceStats) -> u64,
-            ),
-            (
-                "keepalive_vrrp_adverts_sent_total",
-                "Advertisements sent.",
-                |i| i.adverts_sent,
-            ),
-            (
-                "keepalive_vrrp_adverts_received_total",
-                "Valid advertisements received.",
-                |i| i.adverts_received,
-            ),
-        ] {
-            let _ = writeln!(o, "# HELP {metric} {help}");
-            let _ = writeln!(o, "# TYPE {metric} counter");
-            for (n, i) in &self.instances {
-                let _ = writeln!(o, "{metric}{{instance=\"{}\"}} {}", esc(n), get(i));
-            }
-        }
-        let _ = writeln!(
-            o,
-            "# HELP keepalive_vrrp_adverts_invalid_total Advertisements dropped, by reason."
-        );
-        let _ = writeln!(o, "# TYPE keepalive_vrrp_adverts_invalid_total counter");
-        for (n, i) in &self.instances {
-            for (r, c) in &i.invalid {
-                let _ = writeln!(
-                    o,
-                    "keepalive_vrrp_adverts_invalid_total{{instance=\"{}\",reason=\"{r}\"}} {c}",
-                    esc(n)
-                );
-            }
-        }
-        for ((ifname, r), c) in &self.invalid {
-            let _ = writeln!(
-                o,
-                "keepalive_vrrp_adverts_invalid_total{{interface=\"{}\",reason=\"{r}\"}} {c}",
-                esc(ifname)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP keepalive_check_up Health check state of the real server (1 up, 0 down)."
-        );
-        let _ = writeln!(o, "# TYPE keepalive_check_up gauge");
-        for (n, c) in &self.checks {
-            let _ = writeln!(
-                o,
-                "keepalive_check_up{{check=\"{}\"}} {}",
-                esc(n),
-                u8::from(c.up)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP keepalive_check_failures_total Failed health check probes."
-        );
-        let _ = writeln!(o, "# TYPE keepalive_check_failures_total counter");
-        for (n, c) in &self.checks {
-            let _ = writeln!(
-                o,
-                "keepalive_check_failures_total{{check=\"{}\"}} {}",
-                esc(n),
-                c.failures
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP keepalive_check_transitions_total Up/down changes of the real server."
-        );
-        let _ = writeln!(o, "# TYPE keepalive_check_transitions_total counter");
-        for (n, c) in &self.checks {
-            let _ = writeln!(
-                o,
-                "keepalive_check_transitions_total{{check=\"{}\"}} {}",
-                esc(n),
-                c.transitions
-            );
-        }
-        let _ = writeln!(o, "# HELP keepalive_reloads_total Configuration reloads.");
-        let _ = writeln!(o, "# TYPE keepalive_reloads_total counter");
-        let _ = writeln!(o, "keepalive_reloads_total {}", self.reloads);
-        o
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
     }
 }
 
-/// Serve `GET /metrics` (any path answers the same) until the task is dropped.
-pub async fn serve(listener: TcpListener, stats: Shared) {
-    loop {
-        let Ok((mut conn, _)) = listener.accept().await else {
-            continue;
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let mut counters = BTreeMap::new();
+        for &(c, name, help) in COUNTERS {
+            let f = Family::<Labels, Counter>::default();
+            registry.register(name, help, f.clone());
+            counters.insert(c, f);
+        }
+        let mut gauges = BTreeMap::new();
+        for &(g, name, help) in GAUGES {
+            let f = Family::<Labels, Gauge>::default();
+            registry.register(name, help, f.clone());
+            gauges.insert(g, f);
+        }
+        Metrics(Arc::new(Inner {
+            registry,
+            counters,
+            gauges,
+            owned: Mutex::new(BTreeMap::new()),
+        }))
+    }
+
+    fn own(&self, kind: u8, id: u8, l: &Labels) {
+        if let Some((_, owner)) = l.first() {
+            let mut o = self.0.owned.lock().unwrap_or_else(|e| e.into_inner());
+            o.entry(owner.clone())
+                .or_default()
+                .insert((kind, id, l.clone()));
+        }
+    }
+
+    /// Add `n` to a counter.
+    pub fn add(&self, c: C, l: Labels, n: u64) {
+        self.own(0, c as u8, &l);
+        self.0.counters[&c].get_or_create(&l).inc_by(n);
+    }
+
+    pub fn inc(&self, c: C, l: Labels) {
+        self.add(c, l, 1);
+    }
+
+    pub fn set(&self, g: G, l: Labels, v: i64) {
+        self.own(1, g as u8, &l);
+        self.0.gauges[&g].get_or_create(&l).set(v);
+    }
+
+    /// A state gauge: 1 for `state`, 0 for the others.
+    pub fn set_state(&self, g: G, mut l: Labels, state: &str) {
+        for s in STATES {
+            l.push(("state", s.to_string()));
+            self.set(g, l.clone(), i64::from(s == state));
+            l.pop();
+        }
+    }
+
+    /// Remove every series whose first label value is `owner`.
+    pub fn forget(&self, owner: &str) {
+        let gone = {
+            let mut o = self.0.owned.lock().unwrap_or_else(|e| e.into_inner());
+            o.remove(owner).unwrap_or_default()
         };
-        let stats = stats.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 2048];
-            let read =
-                tokio::time::timeout(std::time::Duration::from_secs(2), conn.read(&mut buf)).await;
-            let n = match read {
-                Ok(Ok(n)) => n,
-                _ => return,
-            };
-            let req = String::from_utf8_lossy(&buf[..n]);
-            let (status, body) = if req.starts_with("GET ") {
-                let body = stats.lock().map(|s| s.render()).unwrap_or_default();
-                ("200 OK", body)
-            } else {
-                ("405 Method Not Allowed", String::new())
-            };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = conn.write_all(resp.as_bytes()).await;
-            let _ = conn.shutdown().await;
-        });
+        for (kind, id, l) in gone {
+            if kind == 0 {
+                if let Some((c, _, _)) = COUNTERS.iter().find(|x| x.0 as u8 == id) {
+                    self.0.counters[c].remove(&l);
+                }
+            } else if let Some((g, _, _)) = GAUGES.iter().find(|x| x.0 as u8 == id) {
+                self.0.gauges[g].remove(&l);
+            }
+        }
+    }
+
+    /// Owners (first label values) that have series, e.g. to find the
+    /// instances a reload removed.
+    pub fn owners(&self) -> Vec<String> {
+        let o = self.0.owned.lock().unwrap_or_else(|e| e.into_inner());
+        o.keys().cloned().collect()
+    }
+
+    /// A counter's value (tests, logs).
+    pub fn counter(&self, c: C, l: &Labels) -> u64 {
+        self.0.counters[&c].get_or_create(l).get()
+    }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_text::encode(&mut s, &self.0.registry);
+        s
     }
 }
 
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr).await
+/// Labels of one instance.
+pub fn inst(name: &str) -> Labels {
+    vec![("instance", name.to_string())]
+}
+
+/// Labels of one instance and a reason.
+pub fn inst_reason(name: &str, reason: &str) -> Labels {
+    vec![
+        ("instance", name.to_string()),
+        ("reason", reason.to_string()),
+    ]
 }
 
 #[cfg(test)]
@@ -209,33 +273,22 @@ mod tests {
 
     #[test]
     fn renders_prometheus_text() {
-        let mut s = Stats::default();
-        s.instances.insert(
-            "VI_1".into(),
-            InstanceStats {
-                state: "master",
-                priority: 150,
-                transitions: 2,
-                adverts_sent: 10,
-                ..Default::default()
-            },
+        let m = Metrics::new();
+        m.set_state(G::State, inst("VI_1"), "master");
+        m.set(G::Priority, inst("VI_1"), 150);
+        m.add(C::AdvertsSent, inst("VI_1"), 10);
+        m.add(C::AdvertsInvalid, inst_reason("VI_1", "bad_ttl"), 3);
+        m.inc(
+            C::AdvertsInvalid,
+            vec![("interface", "eth0".into()), ("reason", "too_short".into())],
         );
-        s.instances
-            .get_mut("VI_1")
-            .unwrap()
-            .invalid
-            .insert("bad_ttl", 3);
-        s.count_invalid("eth0", "too_short");
-        s.checks.insert(
-            "tcp:10.0.0.1:80".into(),
-            CheckStats {
-                up: true,
-                failures: 1,
-                transitions: 0,
-            },
+        m.set(G::CheckUp, vec![("check", "tcp:10.0.0.1:80".into())], 1);
+        m.inc(C::Reloads, vec![]);
+        let t = m.render();
+        assert!(
+            t.contains("keepalive_vrrp_state{instance=\"VI_1\",state=\"master\"} 1"),
+            "{t}"
         );
-        let t = s.render();
-        assert!(t.contains("keepalive_vrrp_state{instance=\"VI_1\",state=\"master\"} 1"));
         assert!(t.contains("keepalive_vrrp_state{instance=\"VI_1\",state=\"backup\"} 0"));
         assert!(t.contains("keepalive_vrrp_adverts_sent_total{instance=\"VI_1\"} 10"));
         assert!(t.contains(
@@ -245,6 +298,7 @@ mod tests {
             "keepalive_vrrp_adverts_invalid_total{interface=\"eth0\",reason=\"too_short\"} 1"
         ));
         assert!(t.contains("keepalive_check_up{check=\"tcp:10.0.0.1:80\"} 1"));
+        assert!(t.contains("keepalive_reloads_total 1"), "{t}");
         // every sample line is "name{labels} value" or a comment
         for l in t.lines() {
             assert!(
@@ -254,5 +308,9 @@ mod tests {
                 "{l}"
             );
         }
+        m.forget("VI_1");
+        let t = m.render();
+        assert!(!t.contains("VI_1"), "{t}");
+        assert!(t.contains("interface=\"eth0\""));
     }
 }

@@ -1,8 +1,12 @@
-//! Minimal rtnetlink client: interface lookup and address add/delete.
+//! rtnetlink: interface lookup, address add/delete ([`Rtnl`], synchronous
+//! request/ACK, short calls made on role changes, inline on the event loop)
+//! and the link and address events the daemon watches ([`Monitor`]).
 //!
-//! Uses the workspace's one netlink stack (netlink-sys + netlink-packet-route),
-//! one socket per process, synchronous request/ack. Calls are short and happen
-//! only on role changes, so they run inline on the event loop.
+//! Uses the workspace's netlink stack (netlink-sys + netlink-packet-route).
+//! All requests go through [`Rtnl::request`], one request/ACK/dump loop
+//! whose shape (a `RouteNetlinkMessage` and flags in, the answers out) is
+//! that of the `ipvs-netlink` engine's, so moving onto that engine replaces
+//! this one function and the message walk ([`messages`]).
 
 use std::io;
 use std::net::IpAddr;
@@ -25,7 +29,152 @@ use crate::config::Cidr;
 pub struct Link {
     pub index: u32,
     pub mac: Option<[u8; 6]>,
+    /// Operationally up: administratively up and with a carrier
+    /// (IFF_UP and IFF_RUNNING).
     pub up: bool,
+}
+
+/// The name and state of a link message.
+fn link_of(l: &LinkMessage) -> (String, Link) {
+    let mut name = String::new();
+    let mut mac = None;
+    for a in &l.attributes {
+        match a {
+            LinkAttribute::IfName(n) => name = n.clone(),
+            LinkAttribute::Address(b) if b.len() == 6 => {
+                let mut m = [0u8; 6];
+                m.copy_from_slice(b);
+                mac = Some(m);
+            }
+            _ => {}
+        }
+    }
+    let f = l.header.flags;
+    let link = Link {
+        index: l.header.index,
+        mac,
+        up: f.contains(LinkFlags::Up) && f.contains(LinkFlags::Running),
+    };
+    (name, link)
+}
+
+/// The netlink messages in one datagram.
+pub fn messages(data: &[u8]) -> io::Result<Vec<NetlinkMessage<RouteNetlinkMessage>>> {
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < data.len() {
+        let m = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&data[off..])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let len = m.header.length as usize;
+        if len == 0 {
+            break;
+        }
+        off += (len + 3) & !3;
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// A change the kernel announced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A link appeared or changed.
+    Link { name: String, link: Link },
+    /// A link was removed.
+    LinkGone { name: String, index: u32 },
+    /// An address was added (or removed) on interface `index`.
+    Addr {
+        index: u32,
+        addr: IpAddr,
+        prefix: u8,
+        added: bool,
+    },
+    /// Events were lost (the socket's buffer overran): read the state again.
+    Overrun,
+}
+
+fn addr_of(a: &AddressMessage) -> Option<(IpAddr, u8)> {
+    let mut addr = None;
+    let mut local = None;
+    for attr in &a.attributes {
+        match attr {
+            AddressAttribute::Address(x) => addr = Some(*x),
+            AddressAttribute::Local(x) => local = Some(*x),
+            _ => {}
+        }
+    }
+    local.or(addr).map(|x| (x, a.header.prefix_len))
+}
+
+/// Subscription to link and IPv4/IPv6 address events (RTMGRP_LINK,
+/// RTMGRP_IPV4_IFADDR, RTMGRP_IPV6_IFADDR) on a non-blocking socket of
+/// its own.
+pub struct Monitor {
+    sock: Socket,
+}
+
+impl std::os::fd::AsRawFd for Monitor {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.sock.as_raw_fd()
+    }
+}
+
+impl Monitor {
+    pub fn open() -> io::Result<Monitor> {
+        const GROUPS: u32 = 0x1 | 0x10 | 0x100;
+        let mut sock = Socket::new(NETLINK_ROUTE)?;
+        sock.bind(&SocketAddr::new(0, GROUPS))?;
+        sock.set_non_blocking(true)?;
+        // Room for bursts (many addresses flushed at once); an overrun is
+        // still handled, by reading the state again.
+        let _ = sock.set_rx_buf_sz(1 << 20);
+        Ok(Monitor { sock })
+    }
+
+    /// Read what has arrived (until the socket would block).
+    pub fn read(&self, out: &mut Vec<Event>) -> io::Result<()> {
+        loop {
+            let data = match self.sock.recv_from_full() {
+                Ok((d, _)) => d,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    out.push(Event::Overrun);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for m in messages(&data)? {
+                let NetlinkPayload::InnerMessage(i) = m.payload else {
+                    continue;
+                };
+                let added = matches!(i, RouteNetlinkMessage::NewAddress(_));
+                match i {
+                    RouteNetlinkMessage::NewLink(l) => {
+                        let (name, link) = link_of(&l);
+                        out.push(Event::Link { name, link });
+                    }
+                    RouteNetlinkMessage::DelLink(l) => {
+                        let (name, link) = link_of(&l);
+                        out.push(Event::LinkGone {
+                            name,
+                            index: link.index,
+                        });
+                    }
+                    RouteNetlinkMessage::NewAddress(a) | RouteNetlinkMessage::DelAddress(a) => {
+                        if let Some((addr, prefix)) = addr_of(&a) {
+                            out.push(Event::Addr {
+                                index: a.header.index,
+                                addr,
+                                prefix,
+                                added,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 /// One address on an interface.
@@ -52,7 +201,7 @@ impl Rtnl {
         Ok(Rtnl { sock, seq: 0 })
     }
 
-    fn request(
+    pub fn request(
         &mut self,
         msg: RouteNetlinkMessage,
         flags: u16,
@@ -71,15 +220,7 @@ impl Rtnl {
         let mut out = Vec::new();
         loop {
             let (data, _) = self.sock.recv_from_full()?;
-            let mut off = 0;
-            while off < data.len() {
-                let m = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&data[off..])
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                let len = m.header.length as usize;
-                if len == 0 {
-                    break;
-                }
-                off += (len + 3) & !3;
+            for m in messages(&data)? {
                 if m.header.sequence_number != seq {
                     continue;
                 }
@@ -111,27 +252,31 @@ impl Rtnl {
         let mut msg = LinkMessage::default();
         msg.header.index = index;
         let r = self.request(RouteNetlinkMessage::GetLink(msg), 0)?;
-        for m in r {
-            if let RouteNetlinkMessage::NewLink(l) = m {
-                let mac = l.attributes.iter().find_map(|a| match a {
-                    LinkAttribute::Address(b) if b.len() == 6 => {
-                        let mut m = [0u8; 6];
-                        m.copy_from_slice(b);
-                        Some(m)
-                    }
-                    _ => None,
-                });
-                return Ok(Link {
-                    index,
-                    mac,
-                    up: l.header.flags.contains(LinkFlags::Up),
-                });
-            }
-        }
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("interface {name}: no link message"),
-        ))
+        r.into_iter()
+            .find_map(|m| match m {
+                RouteNetlinkMessage::NewLink(l) => Some(link_of(&l).1),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("interface {name}: no link message"),
+                )
+            })
+    }
+
+    /// Every interface, by name.
+    pub fn links(&mut self) -> io::Result<Vec<(String, Link)>> {
+        let r = self.request(
+            RouteNetlinkMessage::GetLink(LinkMessage::default()),
+            NLM_F_DUMP,
+        )?;
+        Ok(r.into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewLink(l) => Some(link_of(&l)),
+                _ => None,
+            })
+            .collect())
     }
 
     /// All addresses of one family on an interface, in kernel order (primary first).

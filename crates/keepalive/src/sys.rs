@@ -61,6 +61,7 @@ pub struct VrrpSocket {
     fd: OwnedFd,
     pub v6: bool,
     pub ifindex: u32,
+    joined: std::sync::atomic::AtomicBool,
 }
 
 impl AsRawFd for VrrpSocket {
@@ -101,14 +102,14 @@ impl VrrpSocket {
             imr_ifindex: ifindex as libc::c_int,
         };
         setopt(raw, libc::IPPROTO_IP, libc::IP_MULTICAST_IF, &mreqn)?;
-        if join {
-            setopt(raw, libc::IPPROTO_IP, libc::IP_ADD_MEMBERSHIP, &mreqn)?;
-        }
-        Ok(VrrpSocket {
+        let s = VrrpSocket {
             fd,
             v6: false,
             ifindex,
-        })
+            joined: Default::default(),
+        };
+        s.set_membership(join)?;
+        Ok(s)
     }
 
     pub fn open_v6(ifname: &str, ifindex: u32, join: bool) -> io::Result<VrrpSocket> {
@@ -131,20 +132,59 @@ impl VrrpSocket {
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, &1i32)?;
         setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, &1i32)?;
         let _ = setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_ALL, &0i32);
-        if join {
+        let s = VrrpSocket {
+            fd,
+            v6: true,
+            ifindex,
+            joined: Default::default(),
+        };
+        s.set_membership(join)?;
+        Ok(s)
+    }
+
+    /// Join (or leave) the VRRP group on the socket's interface: a socket
+    /// shared by multicast and unicast instances is a member while one of
+    /// them is multicast.
+    pub fn set_membership(&self, join: bool) -> io::Result<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if join == self.joined.load(Relaxed) {
+            return Ok(());
+        }
+        let raw = self.fd.as_raw_fd();
+        if self.v6 {
             let mreq = libc::ipv6_mreq {
                 ipv6mr_multiaddr: libc::in6_addr {
                     s6_addr: vrrp::packet::MCAST_V6.octets(),
                 },
-                ipv6mr_interface: ifindex,
+                ipv6mr_interface: self.ifindex,
             };
-            setopt(raw, libc::IPPROTO_IPV6, libc::IPV6_ADD_MEMBERSHIP, &mreq)?;
+            let op = if join {
+                libc::IPV6_ADD_MEMBERSHIP
+            } else {
+                libc::IPV6_DROP_MEMBERSHIP
+            };
+            setopt(raw, libc::IPPROTO_IPV6, op, &mreq)?;
+        } else {
+            let mreqn = libc::ip_mreqn {
+                imr_multiaddr: libc::in_addr {
+                    s_addr: u32::from(vrrp::packet::MCAST_V4).to_be(),
+                },
+                imr_address: libc::in_addr { s_addr: 0 },
+                imr_ifindex: self.ifindex as libc::c_int,
+            };
+            let op = if join {
+                libc::IP_ADD_MEMBERSHIP
+            } else {
+                libc::IP_DROP_MEMBERSHIP
+            };
+            setopt(raw, libc::IPPROTO_IP, op, &mreqn)?;
         }
-        Ok(VrrpSocket {
-            fd,
-            v6: true,
-            ifindex,
-        })
+        self.joined.store(join, Relaxed);
+        Ok(())
+    }
+
+    pub fn joined(&self) -> bool {
+        self.joined.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// IPv4: read one whole IP packet (header included).

@@ -208,7 +208,8 @@ pub fn encode(adv: &Advert, src: IpAddr, dst: IpAddr, form: ChecksumForm) -> Vec
         .take(255)
         .collect();
     let v2 = adv.version == Version::V2;
-    let mut out = Vec::with_capacity(HEADER_LEN + addrs.len() * if v6 { 16 } else { 4 } + V2_AUTH_LEN);
+    let mut out =
+        Vec::with_capacity(HEADER_LEN + addrs.len() * if v6 { 16 } else { 4 } + V2_AUTH_LEN);
     out.push(adv.version.number() << 4 | 1); // type 1: advertisement
     out.push(adv.vrid);
     out.push(adv.priority);

@@ -172,12 +172,20 @@ impl Runner {
         Ok(())
     }
 
-    fn expect(&mut self, w: &[&str], lines: &mut std::iter::Peekable<impl Iterator<Item = (usize, String)>>) -> Result<(), String> {
+    fn expect(
+        &mut self,
+        w: &[&str],
+        lines: &mut std::iter::Peekable<impl Iterator<Item = (usize, String)>>,
+    ) -> Result<(), String> {
         let what = *w.get(1).ok_or("expect what?")?;
         let args = &w[2..];
         match what {
             "masters" => {
-                let want: Vec<&str> = if args == ["none"] { vec![] } else { args.to_vec() };
+                let want: Vec<&str> = if args == ["none"] {
+                    vec![]
+                } else {
+                    args.to_vec()
+                };
                 let got = self.net.masters();
                 if got != want {
                     return Err(format!("masters: expected {want:?}, got {got:?}"));
@@ -188,12 +196,20 @@ impl Runner {
                 let want = state(args.get(1).ok_or("expect state R S")?)?;
                 let got = self.net.nodes[i].machine.state();
                 if got != want {
-                    return Err(format!("state of {}: expected {want:?}, got {got:?}", args[0]));
+                    return Err(format!(
+                        "state of {}: expected {want:?}, got {got:?}",
+                        args[0]
+                    ));
                 }
             }
             "group" => {
                 let g = args.first().ok_or("expect group G S")?;
-                let gi = self.net.groups.iter().position(|x| x.name == *g).ok_or("unknown group")?;
+                let gi = self
+                    .net
+                    .groups
+                    .iter()
+                    .position(|x| x.name == *g)
+                    .ok_or("unknown group")?;
                 let want = state(args.get(1).ok_or("expect group G S")?)?;
                 let got = self.net.group_state(gi);
                 if got != want {
@@ -209,7 +225,10 @@ impl Runner {
                 };
                 let got = self.net.nodes[i].machine.next_deadline();
                 if got != want {
-                    return Err(format!("deadline of {}: expected {want:?}, got {got:?}", args[0]));
+                    return Err(format!(
+                        "deadline of {}: expected {want:?}, got {got:?}",
+                        args[0]
+                    ));
                 }
             }
             "masters-ever" => {
@@ -217,18 +236,36 @@ impl Runner {
                 let want: u32 = num(args.get(1).ok_or("expect masters-ever R N")?)?;
                 let got = self.net.nodes[i].masters_ever;
                 if got != want {
-                    return Err(format!("{} became master {got} times, expected {want}", args[0]));
+                    return Err(format!(
+                        "{} became master {got} times, expected {want}",
+                        args[0]
+                    ));
                 }
             }
             "became" => {
                 // became R STATE between T1 T2
                 let i = self.node(args.first().ok_or("expect became R S between T1 T2")?)?;
                 let s = state(args.get(1).ok_or("state")?)?;
-                let (lo, hi) = (time(args.get(3).ok_or("T1")?)?, time(args.get(4).ok_or("T2")?)?);
-                let at = self.net.nodes[i].became.iter().find(|(x, _)| *x == s).map(|x| x.1);
+                let (lo, hi) = (
+                    time(args.get(3).ok_or("T1")?)?,
+                    time(args.get(4).ok_or("T2")?)?,
+                );
+                let at = self.net.nodes[i]
+                    .became
+                    .iter()
+                    .find(|(x, _)| *x == s)
+                    .map(|x| x.1);
                 match at {
                     Some(t) if t >= lo && t <= hi => {}
-                    Some(t) => return Err(format!("{} became {s:?} at {}, not in [{}, {}]", args[0], fmt_time(t), fmt_time(lo), fmt_time(hi))),
+                    Some(t) => {
+                        return Err(format!(
+                            "{} became {s:?} at {}, not in [{}, {}]",
+                            args[0],
+                            fmt_time(t),
+                            fmt_time(lo),
+                            fmt_time(hi)
+                        ))
+                    }
                     None => return Err(format!("{} never became {s:?}", args[0])),
                 }
             }
@@ -245,7 +282,10 @@ impl Runner {
                     want.push(l.trim_start()[1..].trim().to_string());
                 }
                 if got != want {
-                    return Err(format!("log of {}:\n  expected {want:#?}\n  got {got:#?}", args[0]));
+                    return Err(format!(
+                        "log of {}:\n  expected {want:#?}\n  got {got:#?}",
+                        args[0]
+                    ));
                 }
             }
             other => return Err(format!("unknown expectation {other:?}")),
@@ -253,12 +293,19 @@ impl Runner {
         Ok(())
     }
 
-    fn line(&mut self, w: &[&str], lines: &mut std::iter::Peekable<impl Iterator<Item = (usize, String)>>) -> Result<(), String> {
+    fn line(
+        &mut self,
+        w: &[&str],
+        lines: &mut std::iter::Peekable<impl Iterator<Item = (usize, String)>>,
+    ) -> Result<(), String> {
         match w[0] {
             "router" => self.router(w),
             "group" => {
                 let members = self.nodes(&w[2..])?;
-                self.net.groups.push(Group { name: w[1].to_string(), members });
+                self.net.groups.push(Group {
+                    name: w[1].to_string(),
+                    members,
+                });
                 Ok(())
             }
             "at" => {
@@ -319,7 +366,11 @@ fn replay(path: &Path) -> Result<String, String> {
                 .iter()
                 .map(|(t, i, a)| format!("  {} {} {a}", fmt_time(*t), r.net.nodes[*i].name))
                 .collect();
-            return Err(format!("{}:{n}: {e}\nlog:\n{}", path.display(), log.join("\n")));
+            return Err(format!(
+                "{}:{n}: {e}\nlog:\n{}",
+                path.display(),
+                log.join("\n")
+            ));
         }
     }
     Ok(r.net
@@ -338,7 +389,10 @@ fn scenarios() {
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "scn"))
-        .filter(|p| only.as_deref().is_none_or(|o| p.file_stem().is_some_and(|s| s == o)))
+        .filter(|p| {
+            only.as_deref()
+                .is_none_or(|o| p.file_stem().is_some_and(|s| s == o))
+        })
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no scenario files in {}", dir.display());
@@ -353,6 +407,12 @@ fn scenarios() {
             Err(e) => failed.push(e),
         }
     }
-    assert!(failed.is_empty(), "{} of {} scenarios failed:\n{}", failed.len(), files.len(), failed.join("\n\n"));
+    assert!(
+        failed.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failed.len(),
+        files.len(),
+        failed.join("\n\n")
+    );
     println!("{} scenarios passed", files.len());
 }

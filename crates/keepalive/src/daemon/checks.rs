@@ -1,11 +1,15 @@
 //! Real-server health checks and the IPVS desired state they modify: the
 //! source's desired state with the failed destinations quiesced or removed
-//! is what the IPVS worker applies.
+//! is what the IPVS worker applies; its results come back here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tracing::{debug, info, warn};
+
+use crate::config::ApplyFailure;
+use crate::ipvs::IpvsEvent;
+use crate::metrics::{C, G};
 
 use super::Daemon;
 use crate::config::{Config, HealthCheck};
@@ -17,6 +21,12 @@ pub(super) struct CheckRt {
     hc: Arc<HealthCheck>,
     debounce: Debounce,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl CheckRt {
+    pub fn label(&self) -> String {
+        self.hc.label()
+    }
 }
 
 impl Daemon {
@@ -47,6 +57,8 @@ impl Daemon {
     /// (Re)start the checks of `cfg`, keeping the up/down state of those
     /// whose definition did not change (reload).
     pub(super) fn start_checks(&mut self, cfg: &Config) {
+        let old_labels: std::collections::BTreeSet<String> =
+            self.checks.iter().map(|c| c.hc.label()).collect();
         let mut old: BTreeMap<String, Vec<CheckRt>> = BTreeMap::new();
         for c in self.checks.drain(..) {
             old.entry(format!("{:?}", c.hc)).or_default().push(c);
@@ -69,10 +81,17 @@ impl Daemon {
                 c.task.abort();
             }
         }
-        let mut st = self.stats();
-        st.checks.clear();
+        let labels: std::collections::BTreeSet<String> =
+            self.checks.iter().map(|c| c.hc.label()).collect();
+        for gone in old_labels.difference(&labels) {
+            self.metrics.forget(gone);
+        }
         for c in &self.checks {
-            st.checks.entry(c.hc.label()).or_default().up = c.debounce.up;
+            let l = vec![("check", c.hc.label())];
+            self.metrics
+                .set(G::CheckUp, l.clone(), i64::from(c.debounce.up));
+            self.metrics.add(C::CheckFailures, l.clone(), 0);
+            self.metrics.add(C::CheckTransitions, l, 0);
         }
     }
 
@@ -90,16 +109,13 @@ impl Daemon {
         let change = c.debounce.feed(p.ok);
         let up = c.debounce.up;
         let action = c.hc.on_failure;
-        {
-            let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
-            let s = st.checks.entry(label.clone()).or_default();
-            if !p.ok {
-                s.failures += 1;
-            }
-            s.up = up;
-            if change.is_some() {
-                s.transitions += 1;
-            }
+        let l = vec![("check", label.clone())];
+        if !p.ok {
+            self.metrics.inc(C::CheckFailures, l.clone());
+        }
+        self.metrics.set(G::CheckUp, l.clone(), i64::from(up));
+        if change.is_some() {
+            self.metrics.inc(C::CheckTransitions, l);
         }
         if !p.ok {
             debug!(check = %label, detail = %p.detail, "probe failed");
@@ -111,6 +127,33 @@ impl Daemon {
                 warn!(check = %label, detail = %p.detail, ?action, "real server down");
             }
             self.apply_ipvs();
+        }
+    }
+
+    /// An apply finished on the IPVS worker.
+    pub(super) fn on_ipvs(&mut self, e: IpvsEvent) {
+        let IpvsEvent::Applied { ok, retry } = e;
+        if retry {
+            self.metrics.inc(C::IpvsApplyRetries, vec![]);
+        }
+        if !ok {
+            self.metrics.inc(C::IpvsApplyFailures, vec![]);
+        }
+        self.metrics.set(G::IpvsApplied, vec![], i64::from(ok));
+        if ok == self.ipvs_ok {
+            return;
+        }
+        self.ipvs_ok = ok;
+        let demote = self.cfg.global.ipvs_apply_failure == ApplyFailure::Demote;
+        if ok {
+            info!("IPVS configuration applied");
+        } else if demote {
+            warn!("IPVS configuration not applied: instances held in BACKUP until it is (ipvs_apply_failure: demote)");
+        }
+        if demote {
+            for i in 0..self.insts.len() {
+                self.coordinate(i);
+            }
         }
     }
 }

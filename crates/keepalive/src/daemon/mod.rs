@@ -4,6 +4,8 @@
 //!
 //! * `mod.rs`: the [`Daemon`], start-up, the event loop, shutdown;
 //! * [`instance`]: a running VRRP instance (its machine, link, source address);
+//! * [`links`]: the host's interfaces and addresses as rtnetlink reports
+//!   them: links up and down, interfaces gone and back, VIPs put back;
 //! * [`sockets`]: the raw VRRP sockets per (interface, family) and their readers;
 //! * [`rx`]: a received packet: IP layer, validation, counters, to the machine;
 //! * [`tx`]: adverts out;
@@ -11,7 +13,10 @@
 //! * [`vips`]: **seam** - the VIPs made reachable here or withdrawn, per role
 //!   (addresses, gratuitous ARP / unsolicited NA); another announcer (BGP)
 //!   goes next to them;
-//! * [`checks`]: real-server health checks feeding the IPVS desired state;
+//! * [`track`]: **seam** - what moves an instance's priority or puts it in
+//!   FAULT: its link, tracked interfaces and scripts;
+//! * [`sync`]: sync groups, and holding instances in BACKUP (no IPVS table);
+//! * [`checks`]: real-server health checks and the IPVS worker's results;
 //! * [`crate::source`]: **seam** - where the desired IPVS state comes from
 //!   (the YAML file today);
 //! * [`reload`]: SIGHUP, the configuration diff;
@@ -20,15 +25,19 @@
 mod checks;
 mod hooks;
 mod instance;
+mod links;
 mod reload;
 mod role;
 mod rx;
 mod sockets;
+mod sync;
+mod track;
 mod tx;
 mod vips;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -39,9 +48,9 @@ use tracing::info;
 
 use crate::config::Config;
 use crate::health::Probe;
-use crate::ipvs::{IpvsBackend, IpvsWorker};
-use crate::metrics::{self, Shared, Stats};
-use crate::rtnl::Rtnl;
+use crate::ipvs::{IpvsBackend, IpvsEvent, IpvsWorker};
+use crate::metrics::Metrics;
+use crate::rtnl::{self, Link, Rtnl};
 use crate::sdnotify;
 use crate::source::{ClusterSource, Desired, FileSource};
 use crate::sys::{Icmp6Socket, PacketSocket};
@@ -49,28 +58,43 @@ use vrrp::machine::{Input, Time};
 
 use checks::CheckRt;
 use instance::Inst;
+use rx::RateLimit;
 use sockets::{RxPacket, Sockets};
+use sync::GroupRt;
+use track::{ScriptResult, ScriptRt};
 
 pub struct Daemon {
     cfg: Config,
     path: PathBuf,
     epoch: Instant,
     rtnl: Rtnl,
+    /// Every interface of the host, by name, as rtnetlink last reported it.
+    links: BTreeMap<String, Link>,
+    link_rx: mpsc::UnboundedReceiver<rtnl::Event>,
+    monitor: Option<JoinHandle<()>>,
     insts: Vec<Inst>,
+    groups: Vec<GroupRt>,
     sockets: Sockets,
     pkt_rx: mpsc::UnboundedReceiver<RxPacket>,
     probe_tx: mpsc::UnboundedSender<Probe>,
     probe_rx: mpsc::UnboundedReceiver<Probe>,
     checks: Vec<CheckRt>,
+    script_tx: mpsc::UnboundedSender<ScriptResult>,
+    script_rx: mpsc::UnboundedReceiver<ScriptResult>,
+    scripts: Vec<ScriptRt>,
     /// Desired IPVS state as last delivered by the source.
     desired: Desired,
     source: Box<dyn ClusterSource>,
     desired_rx: mpsc::UnboundedReceiver<Desired>,
+    ipvs: IpvsWorker,
+    ipvs_rx: mpsc::UnboundedReceiver<IpvsEvent>,
+    /// The desired IPVS state is applied (false until the first success).
+    ipvs_ok: bool,
     garp: Option<Arc<PacketSocket>>,
     icmp6: Option<Arc<Icmp6Socket>>,
-    ipvs: IpvsWorker,
-    stats: Shared,
+    metrics: Metrics,
     metrics_task: Option<(std::net::SocketAddr, JoinHandle<()>)>,
+    warn_limit: RateLimit,
 }
 
 impl Daemon {
@@ -78,27 +102,40 @@ impl Daemon {
         let rtnl = Rtnl::new().context("opening rtnetlink socket")?;
         let (pkt_tx, pkt_rx) = mpsc::unbounded_channel();
         let (probe_tx, probe_rx) = mpsc::unbounded_channel();
+        let (script_tx, script_rx) = mpsc::unbounded_channel();
         let (desired_tx, desired_rx) = mpsc::unbounded_channel();
-        let ipvs = IpvsWorker::spawn(ipvs).context("starting the IPVS thread")?;
+        let (ipvs_tx, ipvs_rx) = mpsc::unbounded_channel();
+        let (_, link_rx) = mpsc::unbounded_channel();
+        let ipvs = IpvsWorker::spawn(ipvs, Some(ipvs_tx)).context("starting the IPVS thread")?;
         Ok(Daemon {
             cfg,
             path,
             epoch: Instant::now(),
             rtnl,
+            links: BTreeMap::new(),
+            link_rx,
+            monitor: None,
             insts: vec![],
+            groups: vec![],
             sockets: Sockets::new(pkt_tx),
             pkt_rx,
             probe_tx,
             probe_rx,
             checks: vec![],
+            script_tx,
+            script_rx,
+            scripts: vec![],
             desired: None,
             source: Box::new(FileSource::new(desired_tx)),
             desired_rx,
+            ipvs,
+            ipvs_rx,
+            ipvs_ok: false,
             garp: None,
             icmp6: None,
-            ipvs,
-            stats: Default::default(),
+            metrics: Metrics::new(),
             metrics_task: None,
+            warn_limit: RateLimit::default(),
         })
     }
 
@@ -106,15 +143,14 @@ impl Daemon {
         self.epoch.elapsed()
     }
 
-    fn stats(&self) -> MutexGuard<'_, Stats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Set up everything and run until SIGTERM/SIGINT.
     pub async fn run(mut self) -> anyhow::Result<()> {
         let mut hup = signal(SignalKind::hangup())?;
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
+        // WATCHDOG=1 from the event loop itself: a loop that is stuck
+        // stops feeding the service manager, which restarts the daemon.
+        let mut watchdog = sdnotify::watchdog_interval().map(tokio::time::interval);
 
         self.start().await?;
         loop {
@@ -136,9 +172,15 @@ impl Daemon {
                     self.poll_timers();
                 }
                 Some(p) = self.pkt_rx.recv() => self.on_packet(p),
+                Some(e) = self.link_rx.recv() => self.on_link_event(e),
                 _ = hup.recv() => self.reload(),
                 Some(p) = self.probe_rx.recv() => self.on_probe(p),
+                Some(s) = self.script_rx.recv() => self.on_script(s),
                 Some(d) = self.desired_rx.recv() => self.on_desired(d),
+                Some(e) = self.ipvs_rx.recv() => self.on_ipvs(e),
+                _ = async { watchdog.as_mut().expect("guarded").tick().await }, if watchdog.is_some() => {
+                    sdnotify::notify("WATCHDOG=1");
+                }
             }
         }
         sdnotify::notify("STOPPING=1");
@@ -150,22 +192,28 @@ impl Daemon {
         let cfg = self.cfg.clone();
         // The file's desired state is there before anything else runs.
         self.source.configure(&cfg);
-        if let Ok(d) = self.desired_rx.try_recv() {
-            self.desired = d;
-        }
+        self.take_desired();
+        self.ipvs_ok = self.desired.is_none();
+        self.metrics.set(
+            crate::metrics::G::IpvsApplied,
+            vec![],
+            i64::from(self.ipvs_ok),
+        );
         self.apply_ipvs();
         self.setup_metrics(&cfg).await?;
-        let mut insts = Vec::new();
+        // Subscribe before reading the links, so that no change falls between.
+        self.start_monitor()?;
+        self.read_links();
         for ic in &cfg.vrrp {
-            insts.push(self.make_inst(ic)?);
+            let inst = self.make_inst(ic);
+            self.insts.push(inst);
         }
-        for inst in &insts {
-            self.sockets
-                .ensure(&mut self.rtnl, &inst.key(), inst.multicast())?;
-        }
+        self.rebuild_groups();
+        self.sync_sockets();
         self.start_checks(&cfg);
-        for inst in insts {
-            self.start_inst(inst);
+        self.start_scripts(&cfg);
+        for i in 0..self.insts.len() {
+            self.start_inst(i);
         }
         sdnotify::notify("READY=1");
         info!(
@@ -176,18 +224,25 @@ impl Daemon {
         Ok(())
     }
 
-    /// Add a new instance and start its machine.
-    fn start_inst(&mut self, mut inst: Inst) {
+    /// Start the machine of instance `i` (already in `insts`).
+    fn start_inst(&mut self, i: usize) {
         // Addresses left behind by a killed predecessor must go before we
         // start as backup.
-        if inst.cfg.priority.0 != 255 {
-            vips::remove_addresses(&mut self.rtnl, &inst);
+        if self.insts[i].cfg.priority.0 != 255 {
+            vips::remove_addresses(&mut self.rtnl, &self.insts[i]);
         }
-        let acts = inst.machine.handle(self.now(), Input::Startup);
-        self.insts.push(inst);
-        let i = self.insts.len() - 1;
-        self.update_stats(i);
+        // FAULT and the tracked priority are known before the start.
+        self.evaluate(i);
+        self.coordinate(i);
+        let now = self.now();
+        let acts = self.insts[i].machine.handle(now, Input::Startup);
         self.exec(i, acts);
+    }
+
+    fn take_desired(&mut self) {
+        while let Ok(d) = self.desired_rx.try_recv() {
+            self.desired = d;
+        }
     }
 
     async fn setup_metrics(&mut self, cfg: &Config) -> anyhow::Result<()> {
@@ -199,10 +254,11 @@ impl Daemon {
             t.abort();
         }
         if let Some(addr) = want {
-            let l = metrics::bind(addr)
+            let l = crate::http::bind(addr)
                 .await
                 .with_context(|| format!("metrics_listen {addr}"))?;
-            self.metrics_task = Some((addr, tokio::spawn(metrics::serve(l, self.stats.clone()))));
+            let task = tokio::spawn(crate::http::serve(l, self.metrics.clone()));
+            self.metrics_task = Some((addr, task));
             info!(%addr, "metrics endpoint listening");
         }
         Ok(())
@@ -222,22 +278,20 @@ impl Daemon {
         }
     }
 
-    fn update_stats(&self, i: usize) {
-        let inst = &self.insts[i];
-        let mut st = self.stats();
-        let s = st.instances.entry(inst.cfg.name.clone()).or_default();
-        s.state = inst.machine.state().as_str();
-        s.priority = inst.machine.params().priority;
-        s.transitions = inst.machine.transitions();
-    }
-
     fn shutdown(&mut self) {
         let now = self.now();
         for i in 0..self.insts.len() {
             let acts = self.insts[i].machine.handle(now, Input::Shutdown);
-            self.exec(i, acts);
+            self.run_actions(i, acts);
+        }
+        for i in 0..self.insts.len() {
+            self.coordinate(i);
         }
         self.stop_checks();
+        self.stop_scripts();
+        if let Some(m) = self.monitor.take() {
+            m.abort();
+        }
         self.ipvs.finish(Duration::from_secs(5));
         info!("keepalive stopped");
     }

@@ -1,7 +1,9 @@
 //! SIGHUP: the new file is validated whole (an invalid one changes nothing),
 //! then diffed against the running instances. An instance whose identity
-//! (name, interface, VRID, family, source) is unchanged keeps its machine
-//! and role and takes the new parameters in place; others stop or start.
+//! (name, interface, VRID, family, version, source, unicast peers) is
+//! unchanged keeps its machine and role and takes the new parameters in
+//! place; others stop or start. The IPVS sync daemon follows a changed
+//! `ipvs_sync` at once.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -11,6 +13,7 @@ use tracing::{error, info};
 use super::instance::{params, Inst};
 use super::Daemon;
 use crate::config::{Cidr, Config, Instance};
+use crate::metrics::C;
 use crate::sdnotify;
 use vrrp::machine::{Action, Input, State};
 
@@ -23,7 +26,9 @@ fn same_identity(a: &Instance, b: &Instance) -> bool {
         && a.interface == b.interface
         && a.vrid == b.vrid
         && a.is_ipv6() == b.is_ipv6()
+        && a.version == b.version
         && a.source_ip == b.source_ip
+        && a.unicast_peers == b.unicast_peers
 }
 
 impl Daemon {
@@ -38,7 +43,7 @@ impl Daemon {
             }
         };
         info!(file = %self.path.display(), "reloading configuration");
-        self.stats().reloads += 1;
+        self.metrics.inc(C::Reloads, vec![]);
         let mut old: Vec<Inst> = std::mem::take(&mut self.insts);
         let mut kept: Vec<Inst> = Vec::new();
         let mut to_start: Vec<Instance> = Vec::new();
@@ -52,44 +57,46 @@ impl Daemon {
             info!(instance = %o.cfg.name, "instance removed or changed identity: stopping");
             self.stop_removed(o);
         }
-        self.cfg = Config {
-            vrrp: vec![],
-            ..new.clone()
-        };
+        self.groups.clear();
+        self.cfg = new.clone();
+        // New scripts start healthy; kept ones keep their state.
+        self.start_scripts(&new);
+        let mut changes = Vec::new();
         for k in kept {
             if let Some(ic) = new.vrrp.iter().find(|c| c.name == k.cfg.name) {
-                self.reconfigure(k, ic.clone());
+                changes.push(self.keep(k, ic.clone()));
             }
         }
-        for ic in to_start {
-            match self.make_inst(&ic).and_then(|inst| {
-                self.sockets
-                    .ensure(&mut self.rtnl, &inst.key(), inst.multicast())?;
-                Ok(inst)
-            }) {
-                Ok(inst) => {
-                    self.start_inst(inst);
-                    info!(instance = %ic.name, "instance started");
-                }
-                Err(e) => {
-                    error!(instance = %ic.name, error = format!("{e:#}"), "cannot start instance")
-                }
-            }
+        let first_new = self.insts.len();
+        for ic in &to_start {
+            let inst = self.make_inst(ic);
+            self.insts.push(inst);
         }
-        // Keep the config order.
-        self.insts
-            .sort_by_key(|i| new.vrrp.iter().position(|c| c.name == i.cfg.name));
-        self.cfg = new.clone();
-        self.prune_sockets();
-        {
-            let names: BTreeSet<String> = self.insts.iter().map(|i| i.cfg.name.clone()).collect();
-            self.stats().instances.retain(|n, _| names.contains(n));
+        // Groups first: the tracked priority of a member depends on its group.
+        self.rebuild_groups();
+        self.sync_sockets();
+        for c in changes {
+            self.reconfigure(c);
+        }
+        for i in first_new..self.insts.len() {
+            self.start_inst(i);
+            info!(instance = %self.insts[i].cfg.name, "instance started");
+        }
+        self.evaluate_all();
+        for i in 0..self.insts.len() {
+            self.coordinate(i);
+        }
+        let names: BTreeSet<String> = self.insts.iter().map(|i| i.cfg.name.clone()).collect();
+        for owner in self.metrics.owners() {
+            let is_check = self.checks.iter().any(|c| c.label() == owner);
+            let is_group = new.sync_groups.iter().any(|g| g.name == owner);
+            if !names.contains(&owner) && !is_check && !is_group {
+                self.metrics.forget(&owner);
+            }
         }
         self.start_checks(&new);
         self.source.configure(&new);
-        while let Ok(d) = self.desired_rx.try_recv() {
-            self.desired = d;
-        }
+        self.take_desired();
         self.apply_ipvs();
         sdnotify::notify("READY=1");
     }
@@ -97,39 +104,72 @@ impl Daemon {
     /// Shut a removed instance down (a master hands over).
     fn stop_removed(&mut self, mut o: Inst) {
         let acts = o.machine.handle(self.now(), Input::Shutdown);
+        o.group = None;
         self.insts.push(o);
         let i = self.insts.len() - 1;
-        self.exec(i, acts);
+        self.run_actions(i, acts);
         self.insts.pop();
     }
 
-    /// New parameters for a kept instance, in its current role.
-    fn reconfigure(&mut self, mut k: Inst, ic: Instance) {
-        let now = self.now();
+    /// A kept instance takes its new configuration (the VIPs it no longer
+    /// has are removed); its machine follows in [`Daemon::reconfigure`].
+    fn keep(&mut self, mut k: Inst, ic: Instance) -> Kept {
         let was_master = k.machine.state() == State::Master;
         let old_vips: BTreeSet<(IpAddr, u8)> = k.cfg.virtual_ips.iter().map(vip_key).collect();
         let new_vips: BTreeSet<(IpAddr, u8)> = ic.virtual_ips.iter().map(vip_key).collect();
         let vips_changed = old_vips != new_vips;
-        if was_master && vips_changed {
+        if let (true, true, Some(index)) = (was_master, vips_changed, k.ifindex()) {
             for c in k
                 .cfg
                 .virtual_ips
                 .iter()
                 .filter(|c| !new_vips.contains(&vip_key(c)))
             {
-                let _ = self.rtnl.del_addr(k.link.index, c);
+                let _ = self.rtnl.del_addr(index, c);
             }
         }
-        let p = params(&ic, k.src);
+        let kept = Kept {
+            i: self.insts.len(),
+            readd: was_master && vips_changed,
+            sync_changed: k.cfg.ipvs_sync != ic.ipvs_sync,
+            sync_gone: k.cfg.ipvs_sync.is_some() && ic.ipvs_sync.is_none(),
+        };
         k.checksum = ic.checksum.unwrap_or(self.cfg.global.checksum);
         k.cfg = ic;
-        let acts = k.machine.reconfigure(now, p);
+        k.group = None;
         self.insts.push(k);
-        let i = self.insts.len() - 1;
-        if was_master && vips_changed {
-            self.exec(i, vec![Action::AddVips, Action::Announce]);
+        kept
+    }
+
+    /// New parameters for a kept instance's machine, in its current role.
+    fn reconfigure(&mut self, k: Kept) {
+        let i = k.i;
+        // The tracked priority, not the base one, so that the adverts never
+        // carry the base priority in between.
+        let p = params(
+            &self.insts[i].cfg,
+            self.insts[i].src,
+            self.effective_priority(i),
+        );
+        let now = self.now();
+        let acts = self.insts[i].machine.reconfigure(now, p);
+        if k.readd {
+            self.run_actions(i, vec![Action::AddVips, Action::Announce]);
         }
-        self.exec(i, acts);
+        self.run_actions(i, acts);
+        if k.sync_gone {
+            self.ipvs.sync_stop();
+        } else if k.sync_changed {
+            self.sync_daemon_role(i);
+        }
         info!(instance = %self.insts[i].cfg.name, state = self.insts[i].machine.state().as_str(), "instance kept its role");
     }
+}
+
+/// What a kept instance's reload must still do.
+struct Kept {
+    i: usize,
+    readd: bool,
+    sync_changed: bool,
+    sync_gone: bool,
 }

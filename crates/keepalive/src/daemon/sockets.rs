@@ -12,7 +12,6 @@ use tokio::task::JoinHandle;
 use tracing::{error, warn};
 
 use super::Daemon;
-use crate::rtnl::Rtnl;
 use crate::sys::{RecvV6, VrrpSocket};
 
 /// (interface name, IPv6).
@@ -48,37 +47,58 @@ impl Sockets {
         self.map.get(key).map(|e| e.sock.get_ref())
     }
 
-    /// Open the socket for `key` unless it is open; `join` the VRRP group.
-    pub fn ensure(&mut self, rtnl: &mut Rtnl, key: &SockKey, join: bool) -> anyhow::Result<()> {
-        if self.map.contains_key(key) {
-            return Ok(());
+    /// Open the socket for `key` on interface `index` unless it is open
+    /// there (an interface that was re-created has a new index: the old
+    /// socket is closed), and be a member of the VRRP group when `join`.
+    pub fn ensure(&mut self, key: &SockKey, index: u32, join: bool) -> anyhow::Result<()> {
+        if self
+            .map
+            .get(key)
+            .is_some_and(|e| e.sock.get_ref().ifindex != index)
+        {
+            self.close(key);
         }
-        let index = rtnl.link(&key.0)?.index;
-        let s = if key.1 {
-            VrrpSocket::open_v6(&key.0, index, join)
-        } else {
-            VrrpSocket::open_v4(&key.0, index, join)
+        if !self.map.contains_key(key) {
+            let s = if key.1 {
+                VrrpSocket::open_v6(&key.0, index, join)
+            } else {
+                VrrpSocket::open_v4(&key.0, index, join)
+            }
+            .with_context(|| format!("opening VRRP socket on {}", key.0))?;
+            // SAFETY: VrrpSocket owns its descriptor (an OwnedFd that is never
+            // replaced) and always returns it from as_raw_fd, so the fd stays open
+            // and the same for the AsyncFd's whole lifetime.
+            let afd = Arc::new(unsafe { AsyncFd::register(s) }.map_err(std::io::Error::from)?);
+            let reader = tokio::spawn(read_loop(afd.clone(), key.clone(), self.tx.clone()));
+            self.map
+                .insert(key.clone(), SockEntry { sock: afd, reader });
         }
-        .with_context(|| format!("opening VRRP socket on {}", key.0))?;
-        // SAFETY: VrrpSocket owns its descriptor (an OwnedFd that is never
-        // replaced) and always returns it from as_raw_fd, so the fd stays open
-        // and the same for the AsyncFd's whole lifetime.
-        let afd = Arc::new(unsafe { AsyncFd::register(s) }.map_err(std::io::Error::from)?);
-        let reader = tokio::spawn(read_loop(afd.clone(), key.clone(), self.tx.clone()));
-        self.map
-            .insert(key.clone(), SockEntry { sock: afd, reader });
+        if let Some(e) = self.map.get(key) {
+            e.sock
+                .get_ref()
+                .set_membership(join)
+                .with_context(|| format!("VRRP group membership on {}", key.0))?;
+        }
         Ok(())
+    }
+
+    pub fn close(&mut self, key: &SockKey) {
+        if let Some(e) = self.map.remove(key) {
+            e.reader.abort();
+        }
     }
 
     /// Close the sockets no instance uses any more.
     pub fn retain(&mut self, used: &BTreeSet<SockKey>) {
-        self.map.retain(|k, e| {
-            let keep = used.contains(k);
-            if !keep {
-                e.reader.abort();
-            }
-            keep
-        });
+        let gone: Vec<SockKey> = self
+            .map
+            .keys()
+            .filter(|k| !used.contains(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            self.close(&k);
+        }
     }
 
     fn keys(&self) -> Vec<SockKey> {
@@ -161,8 +181,21 @@ impl Daemon {
         }
     }
 
-    pub(super) fn prune_sockets(&mut self) {
-        let used: BTreeSet<SockKey> = self.insts.iter().map(|i| i.key()).collect();
-        self.sockets.retain(&used);
+    /// One socket per (interface, family) that an instance with a link
+    /// uses, a member of the VRRP group while one of them is multicast.
+    pub(super) fn sync_sockets(&mut self) {
+        let mut want: std::collections::BTreeMap<SockKey, (u32, bool)> = Default::default();
+        for inst in &self.insts {
+            if let Some(index) = inst.ifindex() {
+                let w = want.entry(inst.key()).or_insert((index, false));
+                w.1 |= inst.multicast();
+            }
+        }
+        for (key, (index, join)) in &want {
+            if let Err(e) = self.sockets.ensure(key, *index, *join) {
+                error!(interface = %key.0, error = format!("{e:#}"), "VRRP socket");
+            }
+        }
+        self.sockets.retain(&want.into_keys().collect());
     }
 }

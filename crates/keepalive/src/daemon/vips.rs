@@ -19,8 +19,9 @@ use crate::sys::{Icmp6Socket, PacketSocket};
 
 /// Remove the instance's VIPs from its interface (missing ones are fine).
 pub(super) fn remove_addresses(rtnl: &mut Rtnl, inst: &Inst) {
+    let Some(index) = inst.ifindex() else { return };
     for c in &inst.cfg.virtual_ips {
-        if let Err(e) = rtnl.del_addr(inst.link.index, c) {
+        if let Err(e) = rtnl.del_addr(index, c) {
             error!(instance = %inst.cfg.name, vip = %c, error = %e, "removing virtual address failed");
         }
     }
@@ -29,8 +30,9 @@ pub(super) fn remove_addresses(rtnl: &mut Rtnl, inst: &Inst) {
 impl Daemon {
     pub(super) fn add_vips(&mut self, i: usize) {
         let inst = &self.insts[i];
+        let Some(index) = inst.ifindex() else { return };
         for c in &inst.cfg.virtual_ips {
-            if let Err(e) = self.rtnl.add_addr(inst.link.index, c) {
+            if let Err(e) = self.rtnl.add_addr(index, c) {
                 error!(instance = %inst.cfg.name, vip = %c, error = %e, "adding virtual address failed");
             }
         }
@@ -50,17 +52,20 @@ impl Daemon {
             t.abort();
         }
         let inst = &self.insts[i];
-        let Some(mac) = inst.link.mac else { return };
+        let Some(link) = &inst.link else { return };
+        let Some(mac) = link.mac else { return };
         let g = &self.cfg.global;
         let burst = Burst {
             repeat: g.garp_repeat.0,
             spacing: Duration::from_millis(g.garp_interval_ms.0),
             refresh: Duration::from_millis(g.garp_master_delay_ms.0),
         };
-        let ifindex = inst.link.index;
+        let ifindex = link.index;
         let name = inst.cfg.name.clone();
         let task = if inst.cfg.is_ipv6() {
-            let IpAddr::V6(src) = inst.src else { return };
+            let Some(IpAddr::V6(src)) = inst.src else {
+                return;
+            };
             let router = std::fs::read_to_string("/proc/sys/net/ipv6/conf/all/forwarding")
                 .is_ok_and(|s| s.trim() == "1");
             let bodies: Vec<[u8; 32]> = inst
