@@ -65,7 +65,7 @@ time_failover() {
     fi
     # SIGKILL stands for the master host dying: its link goes too (otherwise
     # its kernel would go on answering for the VIP it still holds).
-    [ "$sig" = KILL ] && ka_partition 1
+    [ "$sig" = KILL ] && ka_link_down 1
     wait "$pp" 2>/dev/null || true
     kill "$cp" 2>/dev/null || true
     wait "$cp" 2>/dev/null || true
@@ -73,7 +73,7 @@ time_failover() {
     awk -v t0="$t0" -v mac="$mac" '
         $1 + 0 > t0 && $2 == mac { printf "%d\n", ($1 - t0) * 1000; found = 1; exit }
         END { if (!found) print "NA" }' "$cap"
-    ka_heal 1
+    ka_link_up 1
     # stop everything, clear the VIP left by a SIGKILLed master
     ka_stop_all
     for n in 1 2; do ip netns pids "$(ka_node $n)" | xargs -r kill -KILL 2>/dev/null || true; done

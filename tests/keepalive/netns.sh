@@ -59,9 +59,14 @@ ka_has_ll() {
     [[ "$a" == *"inet6 fe80"* && "$a" != *tentative* ]]
 }
 
-# ka_partition I: cut router I off the bridge; ka_heal I: reconnect.
-ka_partition() { ip -n "$KA_BR" link set "${KA_TAG}v$1" down; }
-ka_heal() { ip -n "$KA_BR" link set "${KA_TAG}v$1" up; }
+# ka_partition I: cut router I off the bridge (its link stays up: a fault
+# elsewhere in the network); ka_heal I: reconnect.
+ka_partition() { ip -n "$KA_BR" link set "${KA_TAG}v$1" nomaster; }
+ka_heal() { ip -n "$KA_BR" link set "${KA_TAG}v$1" master br0; }
+# ka_link_down I: router I loses its carrier (the bridge port goes down);
+# ka_link_up I: back.
+ka_link_down() { ip -n "$KA_BR" link set "${KA_TAG}v$1" down; }
+ka_link_up() { ip -n "$KA_BR" link set "${KA_TAG}v$1" up; }
 
 # ka_conf NODE PRIO [extra instance yaml lines...] > file: one IPv4 instance.
 # KA_GLOBAL: an extra line for the global section (e.g. "realtime_priority: 50").

@@ -3,6 +3,8 @@
 
 usage: vrrp_inject.py IFACE SRC KIND COUNT [PRIO] [VRID]
 KIND: valid | ttl | checksum | vrid | short | version | count
+  version: a well-formed VRRPv2 advert (RFC 3768: 1 s, no authentication),
+  which a version 3 instance must not take for one of its own.
 """
 import socket
 import struct
@@ -24,6 +26,12 @@ def vrrp(src, dst, vrid, prio, addrs, intv=10):
     m = bytes([0x31, vrid, prio, len(addrs)]) + struct.pack("!HH", intv, 0) + a
     ph = socket.inet_aton(src) + socket.inet_aton(dst) + bytes([0, 112]) + struct.pack("!H", len(m))
     return m[:6] + struct.pack("!H", csum(ph + m)) + m[8:]
+
+
+def vrrp2(vrid, prio, addrs, secs=1):
+    a = b"".join(socket.inet_aton(x) for x in addrs)
+    m = bytes([0x21, vrid, prio, len(addrs), 0, secs, 0, 0]) + a + bytes(8)
+    return m[:6] + struct.pack("!H", csum(m)) + m[8:]
 
 
 def ip(src, dst, payload, ttl=255):
@@ -50,7 +58,7 @@ def main():
     elif kind == "short":
         m = m[:6]
     elif kind == "version":
-        m = bytes([0x21]) + m[1:]
+        m = vrrp2(vrid, prio, vip)
     elif kind == "count":
         m = m[:3] + bytes([5]) + m[4:]
     elif kind != "valid" and kind != "vrid":
