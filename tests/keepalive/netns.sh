@@ -70,6 +70,7 @@ ka_link_up() { ip -n "$KA_BR" link set "${KA_TAG}v$1" up; }
 
 # ka_conf NODE PRIO [extra instance yaml lines...] > file: one IPv4 instance.
 # KA_GLOBAL: an extra line for the global section (e.g. "realtime_priority: 50").
+# KA_VERSION=2: a VRRPv2 instance (KA_INTERVAL then a multiple of 1000).
 ka_conf() {
     local i=$1 prio=$2 interval=${KA_INTERVAL:-100}; shift 2
     cat <<YAML
@@ -83,6 +84,7 @@ ${KA_GLOBAL:+  $KA_GLOBAL
     priority: $prio
     advert_interval_ms: $interval
     virtual_ips: [$KA_VIP/24]
+${KA_VERSION:+    version: $KA_VERSION}
 YAML
     local l
     for l in "$@"; do printf '    %s\n' "$l"; done
@@ -175,13 +177,15 @@ KEEPALIVED="${KEEPALIVED:-/usr/sbin/keepalived}"
 
 # kd_conf PRIO > file: the same IPv4 instance for Debian's keepalived.
 # KD_GLOBAL: an extra line for global_defs (e.g. "vrrp_rt_priority 50").
+# KD_DEFAULT_VERSION=1: no vrrp_version line (keepalived's default, VRRPv2).
 kd_conf() {
-    local prio=$1 interval=${KA_INTERVAL:-100}
+    local prio=$1 interval=${KA_INTERVAL:-100} ver="vrrp_version 3"
+    [ -z "${KD_DEFAULT_VERSION:-}" ] || ver=""
     cat <<CONF
 global_defs {
     router_id kd$prio
-    vrrp_version 3
-    vrrp_garp_master_delay 0
+${ver:+    $ver
+}    vrrp_garp_master_delay 0
     vrrp_garp_master_repeat 3
     enable_script_security
 ${KD_GLOBAL:+    $KD_GLOBAL
