@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Send crafted VRRPv3 packets (valid or deliberately broken) to 224.0.0.18.
 
-usage: vrrp_inject.py IFACE SRC KIND COUNT [PRIO] [VRID]
+usage: vrrp_inject.py IFACE SRC KIND COUNT [PRIO] [VRID] [DST] [VIP]
 KIND: valid | ttl | checksum | vrid | short | version | count
   version: a well-formed VRRPv2 advert (RFC 3768: 1 s, no authentication),
   which a version 3 instance must not take for one of its own.
@@ -45,8 +45,8 @@ def main():
     iface, src, kind, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     prio = int(sys.argv[5]) if len(sys.argv) > 5 else 255
     vrid = int(sys.argv[6]) if len(sys.argv) > 6 else 51
-    dst = "224.0.0.18"
-    vip = ["192.0.2.100"]
+    dst = sys.argv[7] if len(sys.argv) > 7 else "224.0.0.18"
+    vip = [sys.argv[8] if len(sys.argv) > 8 else "192.0.2.100"]
     ttl = 255
     if kind == "vrid":
         vrid = 52 if vrid == 51 else 51
