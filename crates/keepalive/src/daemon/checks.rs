@@ -140,15 +140,16 @@ impl Daemon {
             self.metrics.inc(C::IpvsApplyFailures, vec![]);
         }
         self.metrics.set(G::IpvsApplied, vec![], i64::from(ok));
+        let demote = self.cfg.global.ipvs_apply_failure == ApplyFailure::Demote;
+        if !ok && !retry && demote {
+            warn!("IPVS configuration not applied: instances held in BACKUP until it is (ipvs_apply_failure: demote)");
+        }
         if ok == self.ipvs_ok {
             return;
         }
         self.ipvs_ok = ok;
-        let demote = self.cfg.global.ipvs_apply_failure == ApplyFailure::Demote;
         if ok {
             info!("IPVS configuration applied");
-        } else if demote {
-            warn!("IPVS configuration not applied: instances held in BACKUP until it is (ipvs_apply_failure: demote)");
         }
         if demote {
             for i in 0..self.insts.len() {
