@@ -17,7 +17,7 @@ GW=10.9.0.100
 
 for i in 1 2; do
     prio=$([ $i = 1 ] && echo 100 || echo 200)
-    ka_conf $i $prio > "$KA_DIR/$i.yaml"
+    ka_conf "$i" "$prio" > "$KA_DIR/$i.yaml"
     cat >> "$KA_DIR/$i.yaml" <<YAML
   - name: VI_2
     interface: eth1

@@ -24,6 +24,7 @@ ip -n "$(ka_node 2)" link add trk0 type veth peer name trk0p
 ip -n "$(ka_node 2)" link set trk0p up
 ip -n "$(ka_node 2)" link set trk0 up
 # the kernel reports carrier (operstate UP) up to a second after a link is set up
+# shellcheck disable=SC2317 # called through wait_until
 oper_up() { ip -n "$(ka_node "$1")" link show "$2" | grep -q "state UP"; }
 for l in "1 eth1" "2 eth1" "2 trk0"; do
     # shellcheck disable=SC2086 # two words: router and interface
@@ -39,7 +40,7 @@ for i in 1 2; do
     [ $i = 2 ] && scripts="
     track_scripts:
       - { name: flag, command: [sh, -c, 'test ! -e $FLAG'], interval_ms: 100, timeout_ms: 100, weight: -150, rise: 1, fall: 1 }"
-    ka_conf $i $prio "$track" > "$KA_DIR/$i.yaml"
+    ka_conf "$i" "$prio" "$track" > "$KA_DIR/$i.yaml"
     cat >> "$KA_DIR/$i.yaml" <<YAML
   - name: VI_2
     interface: eth1
@@ -75,6 +76,7 @@ grp 2 fault || fail "router 2: group not FAULT with its tracked interface down"
 log "tracked interface down: both instances moved to router 1"
 ip -n "$(ka_node 2)" link set trk0 up
 # the kernel reports carrier (operstate UP) up to a second after a link is set up
+# shellcheck disable=SC2317 # called through wait_until
 oper_up() { ip -n "$(ka_node "$1")" link show "$2" | grep -q "state UP"; }
 for l in "1 eth1" "2 eth1" "2 trk0"; do
     # shellcheck disable=SC2086 # two words: router and interface

@@ -2,19 +2,16 @@
 //! request/ACK, short calls made on role changes, inline on the event loop)
 //! and the link and address events the daemon watches ([`Monitor`]).
 //!
-//! Uses the workspace's netlink stack (netlink-sys + netlink-packet-route).
-//! All requests go through [`Rtnl::request`], one request/ACK/dump loop
-//! whose shape (a `RouteNetlinkMessage` and flags in, the answers out) is
-//! that of the `ipvs-netlink` engine's, so moving onto that engine replaces
-//! this one function and the message walk ([`messages`]).
+//! Requests go through the `ipvs-netlink` engine (one request/ACK/dump
+//! loop for IPVS, VMWLCH and rtnetlink); the event subscription is a
+//! socket of its own that only listens (netlink-sys), its datagrams walked
+//! by [`messages`].
 
 use std::io;
 use std::net::IpAddr;
 
-use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL,
-    NLM_F_REQUEST,
-};
+use ipvs_netlink::Netlink;
+use netlink_packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL};
 use netlink_packet_route::address::{
     AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope,
 };
@@ -187,82 +184,39 @@ pub struct Addr {
     pub link_scope: bool,
 }
 
+/// Requests to the kernel, on the project's netlink engine
+/// ([`ipvs_netlink::Netlink`]: the same request/ACK/dump loop as IPVS and
+/// VMWLCH).
 pub struct Rtnl {
-    sock: Socket,
-    seq: u32,
+    nl: Netlink,
+}
+
+fn io_error(e: ipvs_netlink::Error) -> io::Error {
+    match e.errno() {
+        Some(errno) => io::Error::from_raw_os_error(errno),
+        None => io::Error::other(e.to_string()),
+    }
 }
 
 impl Rtnl {
     pub fn new() -> io::Result<Rtnl> {
-        let mut sock = Socket::new(NETLINK_ROUTE)?;
-        sock.bind_auto()?;
-        sock.connect(&SocketAddr::new(0, 0))?;
-        let _ = sock.set_ext_ack(true);
-        Ok(Rtnl { sock, seq: 0 })
+        Ok(Rtnl {
+            nl: Netlink::open_route().map_err(io_error)?,
+        })
     }
 
+    /// One request (`flags` besides REQUEST and ACK), its replies; a dump
+    /// with `NLM_F_DUMP`.
     pub fn request(
         &mut self,
         msg: RouteNetlinkMessage,
         flags: u16,
     ) -> io::Result<Vec<RouteNetlinkMessage>> {
-        self.seq = self.seq.wrapping_add(1);
-        let seq = self.seq;
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | flags;
-        header.sequence_number = seq;
-        let mut nl = NetlinkMessage::new(header, NetlinkPayload::from(msg));
-        nl.finalize();
-        let mut buf = vec![0u8; nl.buffer_len()];
-        nl.serialize(&mut buf);
-        self.sock.send(&buf, 0)?;
-        let dump = flags & NLM_F_DUMP == NLM_F_DUMP;
-        let mut out = Vec::new();
-        loop {
-            let (data, _) = self.sock.recv_from_full()?;
-            for m in messages(&data)? {
-                if m.header.sequence_number != seq {
-                    continue;
-                }
-                match m.payload {
-                    NetlinkPayload::Error(e) => {
-                        return match e.code {
-                            None => Ok(out),
-                            Some(_) => Err(e.to_io()),
-                        }
-                    }
-                    NetlinkPayload::Done(_) => return Ok(out),
-                    NetlinkPayload::InnerMessage(i) => {
-                        out.push(i);
-                        if !dump && flags & NLM_F_ACK == 0 {
-                            return Ok(out);
-                        }
-                    }
-                    _ => {}
-                }
-            }
+        if flags & NLM_F_DUMP == NLM_F_DUMP {
+            self.nl.dump(msg).map_err(io_error)
+        } else {
+            self.nl.request(msg, flags).map_err(io_error)
         }
-    }
-
-    /// Look an interface up by name.
-    pub fn link(&mut self, name: &str) -> io::Result<Link> {
-        let index = nix::net::if_::if_nametoindex(name).map_err(|e| {
-            io::Error::new(io::ErrorKind::NotFound, format!("interface {name}: {e}"))
-        })?;
-        let mut msg = LinkMessage::default();
-        msg.header.index = index;
-        let r = self.request(RouteNetlinkMessage::GetLink(msg), 0)?;
-        r.into_iter()
-            .find_map(|m| match m {
-                RouteNetlinkMessage::NewLink(l) => Some(link_of(&l).1),
-                _ => None,
-            })
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("interface {name}: no link message"),
-                )
-            })
     }
 
     /// Every interface, by name.
@@ -356,7 +310,7 @@ impl Rtnl {
         let m = Self::addr_msg(index, c);
         match self.request(
             RouteNetlinkMessage::NewAddress(m),
-            NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+            NLM_F_CREATE | NLM_F_EXCL,
         ) {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
             r => r.map(|_| ()),
@@ -366,7 +320,7 @@ impl Rtnl {
     /// Delete an address; an address that is not there is not an error.
     pub fn del_addr(&mut self, index: u32, c: &Cidr) -> io::Result<()> {
         let m = Self::addr_msg(index, c);
-        match self.request(RouteNetlinkMessage::DelAddress(m), NLM_F_ACK) {
+        match self.request(RouteNetlinkMessage::DelAddress(m), 0) {
             Err(e)
                 if e.raw_os_error() == Some(libc::EADDRNOTAVAIL)
                     || e.raw_os_error() == Some(libc::ENODEV) =>

@@ -261,7 +261,7 @@ fn validate_instance(at: &str, inst: &Instance) -> Result<(), String> {
             ));
         }
         let ms = inst.advert_interval_ms.0;
-        if ms % 1000 != 0 || ms > 255_000 {
+        if !ms.is_multiple_of(1000) || ms > 255_000 {
             return Err(format!(
                 "{at}.advert_interval_ms: VRRPv2 carries whole seconds: 1000..=255000 in steps of 1000, got {ms}"
             ));
