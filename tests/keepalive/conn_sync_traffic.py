@@ -11,7 +11,7 @@ Files in DIR (the test script drives the phases through them):
   ready      written once every connection has done 20 round trips
   killed     written by the test: "T0 T1", wall-clock ms just before and
              just after the failure was made
-  status     rewritten every 50 ms: "conns=N failed=F recovered=R"
+  status     rewritten every 50 ms: "conns=N failed=F recovered=R echoes=E1,E2,..."
              (recovered = connections with 5 round trips completed after T1)
   stop       written by the test: stop the long-lived traffic, try new
              connections, print a JSON summary on stdout and exit
@@ -207,7 +207,9 @@ def main():
         if kill_ms is not None:
             recovered = sum(1 for c in conns if sum(1 for t in c.done if t > cut_ms) >= 5)
         with open(path("status.tmp"), "w") as f:
-            f.write("conns=%d failed=%d recovered=%d\n" % (len(conns), failed, recovered))
+            # the echo counts say, on a timeout, which connections were stuck
+            f.write("conns=%d failed=%d recovered=%d echoes=%s\n"
+                    % (len(conns), failed, recovered, ",".join(str(c.n) for c in conns)))
         os.replace(path("status.tmp"), path("status"))
         if os.path.exists(path("stop")):
             break

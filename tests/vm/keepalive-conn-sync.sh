@@ -132,7 +132,9 @@ python3 "$REPO/tests/keepalive/conn_sync_traffic.py" --client "$KA_CLIENT" \
     > "$T/out" 2> "$T/err" &
 traffic=$!
 on_exit "kill $traffic 2>/dev/null || true"
-wait_until 30 test -e "$T/ready" ||
+# Bounded generously: a slow emulated VM takes seconds to start Python and
+# the 8 x 20 echoes; stuck connections show in the status's echo counts.
+wait_until 90 test -e "$T/ready" ||
     fail "client connections not established: $(cat "$T/err" "$T/status" 2>/dev/null)"
 
 # The sync daemon ships an entry after its 3rd packet and flushes every 2 s.
