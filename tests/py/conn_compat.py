@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from ipvslab import Lab, wait_total  # noqa: E402
@@ -20,7 +21,10 @@ VARIANTS = [
     (["-Ln", "--stats", "--exact"], None), (["-Ln", "--stats"], None), (["-Ln", "--rate"], None),
     (["-R"], "-L -n\n-L -n --stats --exact -t 10.0.0.1:80\n"),
 ]
-ATTEMPTS = 10
+# Bounded retries for listings whose counters or rates may move between runs.
+ATTEMPTS = 5
+# A connection's expiry, "MM:SS", after the protocol column.
+EXPIRY = re.compile(r"^(\S+ +)(\d+):(\d\d)(?= )")
 
 
 def conn_listing(args):
@@ -33,6 +37,51 @@ def run(tool, args, stdin):
     r = subprocess.run(["ipvsadm"] + args, executable=tool, capture_output=True, text=True, timeout=60,
                        input=stdin or "")
     return r.returncode, r.stdout, r.stderr
+
+
+def expiry_diff(a_out, b_out, elapsed):
+    """Compare two -c listings taken one after the other (a first): every
+    column exactly except the expiry, which may only have counted down, by at
+    most the wall time between the start of a and the end of b (+1 s for the
+    whole-second rounding). Returns None if they agree, else why not."""
+    a_lines, b_lines = a_out.split("\n"), b_out.split("\n")
+    if len(a_lines) != len(b_lines):
+        return f"{len(a_lines)} vs {len(b_lines)} lines"
+    bound = int(elapsed) + 1
+    for la, lb in zip(a_lines, b_lines):
+        ma, mb = EXPIRY.match(la), EXPIRY.match(lb)
+        if not ma or not mb:
+            if la != lb:
+                return f"line differs: {la!r} vs {lb!r}"
+            continue
+        if EXPIRY.sub(r"\1MM:SS", la) != EXPIRY.sub(r"\1MM:SS", lb):
+            return f"line differs beyond the expiry: {la!r} vs {lb!r}"
+        ea = int(ma.group(2)) * 60 + int(ma.group(3))
+        eb = int(mb.group(2)) * 60 + int(mb.group(3))
+        if not 0 <= ea - eb <= bound:
+            return f"expiry {ea}s then {eb}s, {elapsed:.1f}s apart: {la!r} vs {lb!r}"
+    return None
+
+
+def compare(args, stdin):
+    """Run ipvsadm then ipvsctl (bounded retries); returns (ipvsadm's result,
+    why they differ or None, attempts used)."""
+    why = None
+    for attempt in range(ATTEMPTS):
+        t0 = time.monotonic()
+        a = run("/usr/sbin/ipvsadm", args, stdin)
+        b = run(IPVSCTL, args, stdin)
+        elapsed = time.monotonic() - t0
+        if a[0] != b[0] or a[2] != b[2]:
+            why = f"status {a[0]} vs {b[0]}, stderr {a[2]!r} vs {b[2]!r}"
+        elif conn_listing(args):
+            why = expiry_diff(a[1], b[1], elapsed)
+        else:
+            why = None if a[1] == b[1] else "output differs"
+        if why is None:
+            return a, None, attempt + 1
+    why += f"\n--- ipvsadm\n{a[1]}{a[2]}--- ipvsctl\n{b[1]}{b[2]}"
+    return a, why, ATTEMPTS
 
 
 def main():
@@ -50,25 +99,14 @@ def main():
         wait_total(lab, 6)
         failures = 0
         for args, stdin in VARIANTS:
-            # The expiry column ticks every second: a difference is only real
-            # if it persists over back-to-back runs.
             # Both run from this process, inside the director's namespace,
-            # one right after the other, in alternating order.
+            # one right after the other.
             with netns(lab.lb):
-                for attempt in range(ATTEMPTS):
-                    if attempt % 2 == 0:
-                        a = run("/usr/sbin/ipvsadm", args, stdin)
-                        b = run(IPVSCTL, args, stdin)
-                    else:
-                        b = run(IPVSCTL, args, stdin)
-                        a = run("/usr/sbin/ipvsadm", args, stdin)
-                    if a == b:
-                        break
+                a, why, attempts = compare(args, stdin)
             lines = a[1].count("\n")
-            if a != b:
+            if why:
                 failures += 1
-                print(f"MISMATCH ipvsadm {' '.join(args)} (status {a[0]} vs {b[0]}):\n"
-                      f"--- ipvsadm\n{a[1]}{a[2]}--- ipvsctl\n{b[1]}{b[2]}", file=sys.stderr)
+                print(f"MISMATCH ipvsadm {' '.join(args)}: {why}", file=sys.stderr)
             elif conn_listing(args) and lines < 2 + 7:
                 failures += 1
                 print(f"ipvsadm {' '.join(args)}: only {lines} lines, expected 6 connections and "
@@ -78,7 +116,7 @@ def main():
                 print(f"ipvsadm {' '.join(args)}: no real server counted a connection:\n{a[1]}",
                       file=sys.stderr)
             else:
-                print(f"same: ipvsadm {' '.join(args)} ({lines} lines, attempt {attempt + 1})")
+                print(f"same: ipvsadm {' '.join(args)} ({lines} lines, attempt {attempts})")
         sys.exit(1 if failures else 0)
     finally:
         lab.close()
