@@ -7,7 +7,7 @@
 #   SKIP_SETUP=1 scripts/test.sh    do not run setup first
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
-cd "$REPO"
+cd "$REPO" || exit 1
 
 T0=$SECONDS
 if [ "${SKIP_SETUP:-0}" != 1 ]; then
@@ -29,18 +29,27 @@ record() { # name status(0 pass, 77 skip, else fail) seconds
 
 step() { # name cmd...: a step counted as one test, output kept in a log
     local name=$1 t=$SECONDS rc; shift
-    local logf="$RESULTS/$(echo "$name" | tr -c 'A-Za-z0-9._-' _).log"
+    local logf
+    logf="$RESULTS/$(echo "$name" | tr -c 'A-Za-z0-9._-' _).log"
     "$@" > "$logf" 2>&1; rc=$?
     record "$name" "$rc" $((SECONDS - t))
     [ "$rc" = 0 ] || [ "$rc" = 77 ] || tail -40 "$logf" | sed 's/^/      /'
 }
 
-echo "== static checks"
+# Per-group times for the summary (which group grew is what CI's limit needs).
+GROUP_TIMES=() GROUP_NAME=setup GROUP_T0=$T0
+group() { # short-name [heading]: close the running group's timer, start the next
+    GROUP_TIMES+=("$GROUP_NAME $((SECONDS - GROUP_T0))s")
+    GROUP_NAME=$1 GROUP_T0=$SECONDS
+    [ $# -lt 2 ] || echo "== $2"
+}
+
+group static "static checks"
 step "cargo fmt --check" cargo fmt --all -- --check
 step "rustfmt --check (kernel module)" rustfmt --check --edition 2021 ipvs-sched-vmwlch/src/vmwlch.rs
 step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-echo "== cargo test"
+group cargo "cargo test"
 t=$SECONDS
 cargo test --workspace --no-fail-fast 2>&1 | tee "$RESULTS/cargo-test.log" | grep -E '^test result:|FAILED|panicked' | sed 's/^/  /'
 ct_rc=${PIPESTATUS[0]}
@@ -56,26 +65,28 @@ echo "  cargo test: ${cp:-0} passed, ${cf:-0} failed, ${ci:-0} ignored in $((SEC
 
 match() { [ -z "${TEST_FILTER:-}" ] || [[ "$1" =~ $TEST_FILTER ]]; }
 
-echo "== test bed (host side of the VM runner)"
+group bed "test bed (host side of the VM runner)"
 for t in tests/bed/*.sh; do
-    [ -e "$t" ] && match "$t" || continue
+    { [ -e "$t" ] && match "$t"; } || continue
     step "$t" bash "$t"
 done
 
-echo "== network namespace tests (host kernel)"
+group netns "network namespace tests (host kernel)"
 for t in tests/netns/*.sh; do
-    [ -e "$t" ] && match "$t" || continue
+    { [ -e "$t" ] && match "$t"; } || continue
     step "$t" timeout -k 10 600 bash "$t"
 done
 
-echo "== VM tests (test kernel under qemu)"
+group VM "VM tests (test kernel under qemu)"
 for t in tests/vm/*.sh; do
-    [ -e "$t" ] && match "$t" || continue
+    { [ -e "$t" ] && match "$t"; } || continue
     step "$t" scripts/vm.sh -- "$REPO/$t"
 done
 
+group end
 echo
-echo "took $((SECONDS - T0))s; logs in $RESULTS"
+times=$(printf '%s, ' "${GROUP_TIMES[@]}")
+echo "took $((SECONDS - T0))s (${times%, }); logs in $RESULTS"
 [ ${#FAILED[@]} = 0 ] || printf 'failed: %s\n' "${FAILED[@]}"
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" = 0 ]
