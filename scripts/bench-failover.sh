@@ -7,7 +7,8 @@
 # every 2 ms from a client namespace; the backup's gratuitous ARP redirects
 # it): the first echo reply the client receives from the backup's MAC
 # address, timestamped by the kernel (tcpdump), several trials each, median
-# reported; SIGTERM hand-over likewise; the
+# reported; SIGTERM hand-over likewise; the master's link going down with
+# the daemon alive (its carrier lost: FAULT on the master) likewise; the
 # ratio keepalived/keepalive; keepalive's resident memory. Then keepalive at
 # 10 ms adverts while CPU hogs outnumber the cores: spurious transitions are
 # counted with normal scheduling and with global.realtime_priority.
@@ -53,7 +54,9 @@ time_failover() {
     local pp=$!
     sleep 0.5
     t0=$(date +%s.%N)
-    if [ "$impl" = ka ]; then
+    if [ "$sig" = LINK ]; then
+        ka_link_down 1
+    elif [ "$impl" = ka ]; then
         kill "-$sig" "${KA_PID[1]}"
     elif [ "$sig" = KILL ]; then
         # the VRRP child first: killed after its parent it would get
@@ -93,12 +96,12 @@ kd_conf 200 > "$KA_DIR/kd200.conf"; kd_conf 100 > "$KA_DIR/kd100.conf"
 KA_GLOBAL="" KD_GLOBAL=""
 
 declare -A R
-for sig in KILL TERM; do
+for sig in KILL TERM LINK; do
     for impl in ka kd; do
         vals=""
         for _ in $(seq 1 "$TRIALS"); do vals="$vals $(time_failover "$impl" "$sig")"; done
         R[$impl$sig]=$(echo $vals | median)
-        echo "$impl SIG$sig trials (ms):$vals" >&2
+        echo "$impl ${sig/LINK/link-down} trials (ms):$vals" >&2
     done
 done
 
@@ -149,10 +152,11 @@ KA_OK=1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA" || a == 0) print "NA"; else printf "%.2f", b / a }'; }
 echo
 echo "failover, 100 ms adverts, backup priority 100 (median of $TRIALS; master-down interval 361 ms, skew 61 ms)"
-printf '  %-28s %10s %10s %8s\n' "" keepalive keepalived ratio
-printf '  %-28s %8s ms %8s ms %8s\n' "SIGKILL -> VIP answers" "${R[kaKILL]}" "${R[kdKILL]}" "$(ratio "${R[kaKILL]}" "${R[kdKILL]}")"
-printf '  %-28s %8s ms %8s ms %8s\n' "SIGTERM -> VIP answers" "${R[kaTERM]}" "${R[kdTERM]}" "$(ratio "${R[kaTERM]}" "${R[kdTERM]}")"
-printf '  %-28s %8s kB %8s kB\n' "resident memory" "$rss_ka" "$rss_kd"
+printf '  %-32s %10s %10s %8s\n' "" keepalive keepalived ratio
+printf '  %-32s %8s ms %8s ms %8s\n' "SIGKILL -> VIP answers" "${R[kaKILL]}" "${R[kdKILL]}" "$(ratio "${R[kaKILL]}" "${R[kdKILL]}")"
+printf '  %-32s %8s ms %8s ms %8s\n' "SIGTERM -> VIP answers" "${R[kaTERM]}" "${R[kdTERM]}" "$(ratio "${R[kaTERM]}" "${R[kdTERM]}")"
+printf '  %-32s %8s ms %8s ms %8s\n' "master link down -> VIP answers" "${R[kaLINK]}" "${R[kdLINK]}" "$(ratio "${R[kaLINK]}" "${R[kdLINK]}")"
+printf '  %-32s %8s kB %8s kB\n' "resident memory" "$rss_ka" "$rss_kd"
 echo "10 ms adverts, $HOGS CPU hogs on $(nproc) cores for 10 s (master-down interval 36 ms):"
 for mode in normal realtime; do
     printf '  %-28s spurious transitions %3s; then SIGKILL -> VIP on backup %s ms\n' \
