@@ -62,6 +62,22 @@ compare_listings() {
     done
 }
 
+# compare_listings_batch: the same listings as one restore stream per tool
+# (two processes instead of 22: start-up is what costs under emulation); the
+# concatenated output, stderr and status must agree.
+compare_listings_batch() {
+    local ra rb
+    printf '%s\n' "${LISTINGS[@]}" >"$W/listings"
+    A -R <"$W/listings" >"$W/a.out" 2>"$W/a.err"; ra=$?
+    B -R <"$W/listings" >"$W/b.out" 2>"$W/b.err"; rb=$?
+    CHECKS=$((CHECKS + 1))
+    if [ "$ra" != "$rb" ] || ! cmp -s "$W/a.out" "$W/b.out" || ! cmp -s "$W/a.err" "$W/b.err"; then
+        bad "listings as a restore stream (status $ra vs $rb)"
+        diff -u "$W/a.out" "$W/b.out" | head -20 >&2
+        diff -u "$W/a.err" "$W/b.err" | head -20 >&2
+    fi
+}
+
 # apply_with TOOL FILE: run each line of FILE with TOOL, status must agree
 # with the other tool's (checked separately).
 apply_with() {
@@ -74,15 +90,29 @@ apply_with() {
     done <"$file"
 }
 
+# apply_batch TOOL FILE: FILE as one restore stream; its status and stderr
+# go where apply_with's per-line statuses go.
+apply_batch() {
+    local tool=$1 file=$2
+    $tool -R <"$file" >>"$W/apply.out" 2>"$W/apply.err.$tool"
+    echo "$? restore" >>"$W/apply.$tool"
+    cat "$W/apply.err.$tool" >>"$W/apply.$tool"
+}
+
+# corpus_case NAME FILE [batch]: configure with either tool, compare. One
+# process per line and per listing by default; "batch" sends the file and the
+# listings as restore streams (for the random rounds, whose lines are all
+# valid: the per-line error paths are the full corpus's and the invalid list's).
 corpus_case() {
-    local name=$1 file=$2
+    local name=$1 file=$2 apply=apply_with listings=compare_listings
+    [ "${3:-}" = batch ] && { apply=apply_batch; listings=compare_listings_batch; }
     : >"$W/apply.A"; : >"$W/apply.B"
-    A -C; apply_with A "$file"; A -Sn >"$W/state.A"
-    compare_listings
-    A -C; apply_with B "$file"; B -Sn >"$W/state.B"
-    compare_listings
+    A -C; $apply A "$file"; A -Sn >"$W/state.A"
+    $listings
+    A -C; $apply B "$file"; B -Sn >"$W/state.B"
+    $listings
     CHECKS=$((CHECKS + 1))
-    cmp -s "$W/apply.A" "$W/apply.B" || { bad "$name: per-line status differs"; diff "$W/apply.A" "$W/apply.B" >&2; }
+    cmp -s "$W/apply.A" "$W/apply.B" || { bad "$name: status differs"; diff "$W/apply.A" "$W/apply.B" >&2; }
     cmp -s "$W/state.A" "$W/state.B" || { bad "$name: state differs"; diff "$W/state.A" "$W/state.B" >&2; }
     # -S / -R round trips both ways.
     A -C; A -R <"$W/state.A" >/dev/null 2>&1; B -Sn >"$W/rt1"
@@ -158,7 +188,7 @@ RANDOM=4242
 SCHEDS=(rr wrr lc wlc lblc lblcr dh sh sed nq fo ovf mh twos)
 for round in 1 2 3; do
     : >"$W/r$round"
-    for s in $(seq 1 $((RANDOM % 12 + 3))); do
+    for _ in $(seq 1 $((RANDOM % 12 + 3))); do
         proto=$(( RANDOM % 3 ))
         case $proto in
             0) svc="-t 10.$((RANDOM % 256)).$((RANDOM % 256)).$((RANDOM % 255 + 1)):$((RANDOM % 65535 + 1))" ;;
@@ -168,7 +198,7 @@ for round in 1 2 3; do
         opts="-s ${SCHEDS[RANDOM % ${#SCHEDS[@]}]}"
         [ $((RANDOM % 3)) = 0 ] && opts+=" -p $((RANDOM % 1000 + 1))"
         echo "-A $svc $opts" >>"$W/r$round"
-        for d in $(seq 0 $((RANDOM % 5))); do
+        for _ in $(seq 0 $((RANDOM % 5))); do
             case $proto in
                 1) dst="[2001:db8::$(printf %x $((RANDOM)))]:$((RANDOM % 65535 + 1))" ;;
                 *) dst="192.168.$((RANDOM % 256)).$((RANDOM % 254 + 1)):$((RANDOM % 65535 + 1))" ;;
@@ -177,7 +207,7 @@ for round in 1 2 3; do
             echo "-a $svc -r $dst $f -w $((RANDOM % 100))" >>"$W/r$round"
         done
     done
-    corpus_case "random $round" "$W/r$round"
+    corpus_case "random $round" "$W/r$round" batch
 done
 
 # --- invalid commands: same message, same status -----------------------------------
