@@ -21,8 +21,9 @@ VARIANTS = [
     (["-Ln", "--stats", "--exact"], None), (["-Ln", "--stats"], None), (["-Ln", "--rate"], None),
     (["-R"], "-L -n\n-L -n --stats --exact -t 10.0.0.1:80\n"),
 ]
-# Bounded retries for listings whose counters or rates may move between runs.
-ATTEMPTS = 5
+# Bounded retries: the rate estimator ticks every 2 s, so --rate may move
+# between the runs (it settles as the idle connections' rates decay).
+ATTEMPTS = 10
 # A connection's expiry, "MM:SS", after the protocol column.
 EXPIRY = re.compile(r"^(\S+ +)(\d+):(\d\d)(?= )")
 
