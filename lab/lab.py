@@ -12,8 +12,9 @@ Builds, with network namespaces of this VM only:
 
 Two front ends run keepalive (VRRPv3, 100 ms adverts, IPVS connection sync
 on eth1) with the services "sensor" (VIP:9000) and "web" (VIP:80), NAT to
-the VMs, and the VMWLCH host map. One process (labsrv.py) serves every VM;
-one asyncio client (this process) runs the sensors and the web users.
+the VMs, and the VMWLCH host map. One process (lab-serve, Rust) serves every VM and
+models the hosts' CPUs; lab-load (Rust) runs the sensors and the web users;
+this process orchestrates, samples and reports, off the request path.
 
 Phases: for each scheduler the hybrid workload runs for warm+ramp+measure
 seconds (web users first, then sensors connect over the ramp, then the
@@ -23,7 +24,9 @@ last scheduler with everything connected, the active front end is killed
 
 Writes DIR/summary.json, DIR/summary.txt and DIR/samples-<sched>.dat;
 prints a progress display and the table. Exit status: 0 measured, 1 the lab
-could not be built or measured (errors on stderr), 2 bad arguments.
+could not be built or measured (errors on stderr), 2 bad arguments, 3 the
+run completed but its self-check found it untrustworthy (the reasons are
+printed: generator lag, connect timeouts, sensors that never connected).
 """
 import argparse
 import asyncio
@@ -38,6 +41,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,6 +50,8 @@ sys.path.insert(0, os.path.join(REPO, "tests", "py"))
 from netns import enter, netns  # noqa: E402
 BIN = os.path.join(REPO, "target", "release")
 KEEPALIVE = os.path.join(BIN, "keepalive")
+LAB_LOAD = os.path.join(BIN, "lab-load")
+LAB_SERVE = os.path.join(BIN, "lab-serve")
 
 VIP, GW = "192.0.2.10", "10.1.0.254"
 SENSOR_PORT, WEB_PORT = 9000, 80
@@ -403,6 +409,15 @@ def mean(xs):
     return sum(xs) / len(xs) if xs else float("nan")
 
 
+def measured(v):
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def fmtv(v, spec, why="nothing to measure in the window"):
+    """V formatted, or "not measured (why)": a figure the run lacks must never crash the report."""
+    return format(v, spec) if measured(v) else f"not measured ({why})"
+
+
 def imbalance(vals):
     m = mean(vals)
     return max(vals) / m if m > 0 else None
@@ -417,9 +432,10 @@ class Phase:
         self.samples = []  # dicts
         self.rt = {"sensor": [], "web": []}  # (t_sent, seconds)
         self.errors = {"sensor": 0, "web": 0}
-        self.tasks = []
         self.stopping = False
         self.lag = []  # sampler lateness per second (s)
+        self.gen_lag = []  # lab-load's own timer lateness per second (ms)
+        self.connect_timeouts = 0  # lab-load's connects that never opened
 
 
 class Lab:
@@ -437,6 +453,8 @@ class Lab:
         self.session_seq = 0
         self.stop_all = False
         self.failing = False
+        self.load = None  # the lab-load process (the clients)
+        self.stopped = None  # asyncio.Event: lab-load ended its clients
 
     # ---- setup
     def setup(self):
@@ -450,8 +468,9 @@ class Lab:
                    sensor_port=SENSOR_PORT, web_port=WEB_PORT, **work)
         self.work = work
         write(os.path.join(self.tmp, "srv.json"), json.dumps(cfg))
-        self.srv = subprocess.Popen([sys.executable, os.path.join(HERE, "labsrv.py"),
-                                     os.path.join(self.tmp, "srv.json")],
+        if not os.access(LAB_SERVE, os.X_OK):
+            raise LabError(f"{LAB_SERVE} missing (scripts/setup.sh builds it)")
+        self.srv = subprocess.Popen([LAB_SERVE, os.path.join(self.tmp, "srv.json")],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         first = self.srv.stdout.readline()
         if '"ready"' not in first:
@@ -533,42 +552,87 @@ class Lab:
                 pass
 
     # ---- clients
+    # ---- clients: lab-load (Rust) runs every sensor and web user; this
+    # process only applies its events to the state the lab reports on
+    def start_load(self):
+        if not os.access(LAB_LOAD, os.X_OK):
+            raise LabError(f"{LAB_LOAD} missing (scripts/setup.sh builds it)")
+        loop = asyncio.get_running_loop()
+        self.stopped = asyncio.Event()
+        self.load = subprocess.Popen([LAB_LOAD, VIP, str(SENSOR_PORT), str(WEB_PORT), str(self.a.seed)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+        def reader():  # a thread: events reach the loop in order, one call each
+            for line in self.load.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                try:
+                    loop.call_soon_threadsafe(self.apply, ev)
+                except RuntimeError:  # the loop has ended: nothing to apply to
+                    return
+        threading.Thread(target=reader, daemon=True).start()
+
+    def load_cmd(self, cmd):
+        try:
+            self.load.stdin.write(json.dumps(cmd) + "\n")
+            self.load.stdin.flush()
+        except (OSError, ValueError) as e:
+            raise LabError(f"lab-load is gone ({e})")
+
+    def apply(self, ev):
+        ph, e = self.phase, ev.get("e")
+        if e == "stopped":
+            self.stopped.set()
+            return
+        if ph is None or ph.stopping:
+            return
+        if e in ("so", "sr", "sx"):
+            st = self.sensors.setdefault(ev["i"], dict(gen=0, open=False, last_ok_sent=0.0, err=None))
+            if e == "so":
+                st.update(gen=ev["g"], open=True, err=None)
+            elif e == "sr":
+                ph.rt["sensor"].append((ev["t"], ev["d"]))
+                st["last_ok_sent"] = ev["t"]
+            else:
+                ph.errors["sensor"] += 1
+                st.update(open=False, err=ev["err"])
+        elif e == "wo":
+            self.sessions[ev["s"]] = dict(open=True, opened=ev["t"], ok_after=0.0, err=None)
+        elif e == "wr":
+            ph.rt["web"].append((ev["t"], ev["d"]))
+            if ev["s"] in self.sessions:
+                self.sessions[ev["s"]]["ok_after"] = ev["t"]
+        elif e == "wx":
+            ph.errors["web"] += 1
+            st = self.sessions.setdefault(ev["s"], dict(ok_after=0.0))
+            st.update(open=False, err=ev["err"])
+        elif e == "we":
+            st = self.sessions.get(ev["s"])
+            if st is not None:
+                st["open"] = False
+                if not self.failing:
+                    self.sessions.pop(ev["s"], None)  # finished normally: forget it
+        elif e == "h":
+            ph.gen_lag.append(ev["lag_ms"])
+            ph.connect_timeouts = ev["connect_timeouts"]
+
+    async def stop_clients(self, ph):
+        ph.stopping = True
+        if self.load is None or self.load.poll() is not None:
+            return
+        self.stopped.clear()
+        self.load_cmd({"stop": True})
+        try:
+            await asyncio.wait_for(self.stopped.wait(), 30)
+        except asyncio.TimeoutError:
+            raise LabError("lab-load did not stop its clients within 30 s")
+        for x in list(self.sensors.values()) + list(self.sessions.values()):
+            x["open"] = False
+
     async def open(self, port, timeout):
         return await asyncio.wait_for(asyncio.open_connection(VIP, port), timeout)
-
-    async def sensor(self, i, ph):
-        st = self.sensors.setdefault(i, dict(gen=0, open=False, last_ok_sent=0.0, err=None))
-        seq = 0
-        while not ph.stopping:
-            w = None
-            try:
-                r, w = await self.open(SENSOR_PORT, 5)
-                st["gen"] += 1
-                st["open"], st["err"] = True, None
-                nxt = time.time() + random.uniform(0, SENSOR_PERIOD)
-                while not ph.stopping:
-                    await asyncio.sleep(max(0.0, nxt - time.time()))
-                    nxt += SENSOR_PERIOD
-                    seq += 1
-                    t = time.time()
-                    w.write(b"R %d %d %.2f\n" % (i, seq, random.uniform(15, 25)))
-                    line = await asyncio.wait_for(r.readline(), 20)
-                    if line.split()[:2] != [b"OK", b"%d" % seq]:
-                        raise ConnectionError(f"bad answer {line!r}")
-                    ph.rt["sensor"].append((t, time.time() - t))
-                    st["last_ok_sent"] = t
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 - a sensor reconnects, like a real one
-                if not ph.stopping:
-                    ph.errors["sensor"] += 1
-                    st["err"] = f"{type(e).__name__}: {e}"
-                st["open"] = False
-                await asyncio.sleep(1.0)
-            finally:
-                st["open"] = False
-                if w is not None:
-                    w.close()
 
     async def http_get(self, r, w, path, close=False):
         w.write(b"GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (path.encode(), VIP.encode(),
@@ -581,38 +645,6 @@ class Lab:
             if h.lower().startswith(b"content-length:"):
                 n = int(h.split(b":")[1])
         await r.readexactly(n)
-
-    async def web_user(self, j, ph):
-        a = self.a
-        await asyncio.sleep(random.uniform(0, a.web_idle))
-        while not ph.stopping:
-            w = None
-            self.session_seq += 1
-            sid = self.session_seq
-            st = self.sessions[sid] = dict(open=False, ok_after=0.0, err=None)
-            try:
-                r, w = await self.open(WEB_PORT, 5)
-                st["open"], st["opened"] = True, time.time()
-                for _ in range(random.randint(3, 8)):
-                    t = time.time()
-                    st["sent"] = t
-                    await asyncio.wait_for(self.http_get(r, w, "/dashboard"), 20)
-                    ph.rt["web"].append((t, time.time() - t))
-                    st["ok_after"] = t
-                    await asyncio.sleep(random.uniform(0.5, 1.5))
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                if not ph.stopping:
-                    ph.errors["web"] += 1
-                    st["err"] = f"{type(e).__name__}: {e}"
-            finally:
-                st["open"] = False
-                if w is not None:
-                    w.close()
-                if st["err"] is None and not self.failing:
-                    self.sessions.pop(sid, None)  # finished normally: forget it
-            await asyncio.sleep(random.expovariate(1.0 / a.web_idle))
 
     # ---- sampling and display
     def sample(self, prev):
@@ -684,34 +716,26 @@ class Lab:
         self.sessions.clear()
         out(f"== {sched}: web users {a.web_users} start, then {a.sensors} sensors connect over {a.ramp:.0f} s,"
             f" then {a.measure:.0f} s measured")
-        for j in range(a.web_users):
-            ph.tasks.append(asyncio.create_task(self.web_user(j, ph)))
+        self.load_cmd({"web": {"users": a.web_users, "idle": a.web_idle}})
         await asyncio.sleep(a.warm)
-        # sensors connect at a steady pace over the ramp (wall clock: a slow
-        # VM does not stretch the ramp, it only delays the connections)
-        r0, started = time.time(), 0
-        while started < a.sensors:
-            due = min(a.sensors, int(a.sensors * (time.time() - r0) / a.ramp) + 1)
-            for i in range(started, due):
-                ph.tasks.append(asyncio.create_task(self.sensor(i, ph)))
-            started = due
-            await asyncio.sleep(0.1)
+        # lab-load connects the sensors at a steady pace over the ramp
+        self.load_cmd({"sensors": {"n": a.sensors, "ramp": a.ramp}})
+        await asyncio.sleep(a.ramp)
         await asyncio.sleep(2.0)  # the last sensors' first readings
         ph.m0 = time.time()
+        ph.open_at_m0 = sum(1 for x in self.sensors.values() if x["open"])
         await asyncio.sleep(a.measure)
         ph.m1 = time.time()
         r = self.report(ph)
-        out(f"== {sched}: host imbalance (max/mean active/W) {r['imbalance_conns']:.2f}, busy max/mean "
-            f"{r['imbalance_busy']:.2f}; sensor rt mean {r['sensor_mean_ms']:.0f} ms p95 "
-            f"{r['sensor_p95_ms']:.0f} ms; web rt mean {r['web_mean_ms']:.0f} ms p95 {r['web_p95_ms']:.0f} ms")
+        out(f"== {sched}: host imbalance (max/mean active/W) {fmtv(r['imbalance_conns'], '.2f')}, busy max/mean "
+            f"{fmtv(r['imbalance_busy'], '.2f')}; sensor rt mean {fmtv(r['sensor_mean_ms'], '.0f')} ms p95 "
+            f"{fmtv(r['sensor_p95_ms'], '.0f')} ms; web rt mean {fmtv(r['web_mean_ms'], '.0f')} ms p95 "
+            f"{fmtv(r['web_p95_ms'], '.0f')} ms")
         if not keep:
             await self.stop_phase(ph)
 
     async def stop_phase(self, ph):
-        ph.stopping = True
-        for t in ph.tasks:
-            t.cancel()
-        await asyncio.gather(*ph.tasks, return_exceptions=True)
+        await self.stop_clients(ph)
         end = time.time() + 20
         while time.time() < end:
             _, d = ipvs_read(self.ka[self.master].pid)
@@ -731,7 +755,9 @@ class Lab:
                  host_wload={h: mean([s["wload"][h] for s in ms]) for h in HNAMES},
                  host_conns={h: mean([s["conns"][h] for s in ms]) for h in HNAMES},
                  host_busy=busy, max_busy=max(busy.values()) if ms else float("nan"),
-                 errors=dict(ph.errors), loop_lag_ms=1000 * mean(ph.lag) if ph.lag else 0.0)
+                 errors=dict(ph.errors), loop_lag_ms=1000 * mean(ph.lag) if ph.lag else 0.0,
+                 gen_lag_ms=mean(ph.gen_lag) if ph.gen_lag else None, connect_timeouts=ph.connect_timeouts,
+                 sensors_open_at_measure=getattr(ph, "open_at_m0", 0))
         for svc in ("sensor", "web"):
             xs = [x for t, x in ph.rt[svc] if ph.m0 <= t <= ph.m1]
             r[f"{svc}_n"] = len(xs)
@@ -897,13 +923,14 @@ class Lab:
             for ph in self.phases:
                 r = getattr(ph, "result", None)
                 if r:
-                    f.write(f'title_{ph.sched} = "{ph.sched}: host imbalance {r["imbalance_conns"]:.2f}, '
-                            f'sensor p95 {r["sensor_p95_ms"]:.0f} ms"\n')
+                    f.write(f'title_{ph.sched} = "{ph.sched}: host imbalance {fmtv(r["imbalance_conns"], ".2f")}, '
+                            f'sensor p95 {fmtv(r["sensor_p95_ms"], ".0f")} ms"\n')
         summ = dict(params=dict(vars(self.a)), work=self.work,
                     hosts=[dict(name=h, capacity=c, weight=w, vms=[v["name"] for v in VMS if v["host"] == h])
                            for h, c, w in HOSTS],
                     phases=[ph.result for ph in self.phases if hasattr(ph, "result")],
                     failover=fo, elapsed_s=round(elapsed, 1))
+        summ["untrusted"] = self.self_check(summ)
         with open(os.path.join(self.a.out, "summary.json"), "w") as f:
             json.dump(summ, f, indent=1, default=str)
         return summ
@@ -916,8 +943,15 @@ class Lab:
         L.append("Results (measured window of each run; host load = active connections / host weight)")
         L.append(f"{'':34}" + "".join(f"{p['scheduler']:>{w}}" for p in ps))
 
+        missing = []
+
         def row(label, key, fmt):
-            L.append(f"{label:34}" + "".join(f"{fmt.format(p[key]):>{w}}" for p in ps))
+            for p in ps:
+                if not measured(p.get(key)):
+                    missing.append(f"  {label} under {p['scheduler']}: not measured (no {key.split('_')[0]}"
+                                   " figure in the measured window)")
+            L.append(f"{label:34}" + "".join(f"{fmt.format(p[key]) if measured(p.get(key)) else '-':>{w}}"
+                                             for p in ps))
         row("host imbalance, conns (max/mean)", "imbalance_conns", "{:.2f}")
         row("host imbalance, busy (max/mean)", "imbalance_busy", "{:.2f}")
         row("busiest host, busy %", "max_busy", "{:.0%}")
@@ -928,11 +962,13 @@ class Lab:
         row("sensor reading rt p95 (ms)", "sensor_p95_ms", "{:.0f}")
         row("web request rt mean (ms)", "web_mean_ms", "{:.0f}")
         row("web request rt p95 (ms)", "web_p95_ms", "{:.0f}")
-        row("client event-loop lag (ms/s)", "loop_lag_ms", "{:.0f}")
+        row("sampler event-loop lag (ms/s)", "loop_lag_ms", "{:.0f}")
+        row("load generator timer lag (ms)", "gen_lag_ms", "{:.1f}")
         L.append(f"{'requests measured (sensor/web)':34}" + "".join(
             f"{str(p['sensor_n']) + '/' + str(p['web_n']):>{w}}" for p in ps))
         L.append(f"{'errors (sensor/web)':34}" + "".join(
             f"{str(p['errors']['sensor']) + '/' + str(p['errors']['web']):>{w}}" for p in ps))
+        L += missing
         fo = summ["failover"]
         if fo:
             L.append("")
@@ -955,17 +991,50 @@ class Lab:
                      f" new connections after: {fo['probes_after_ok']}/{fo['probes_after']}")
         L.append("")
         L += self.words(summ)
+        L.append("")
+        bad = summ.get("untrusted") or []
+        L.append("Self-check: the lab's own health was good; the figures can be trusted." if not bad else
+                 "Self-check: this run CANNOT be trusted - " + "; ".join(bad) + ".")
         return "\n".join(L)
+
+    def self_check(self, summ):
+        """Reasons, in plain words, why the lab's figures are artefacts (empty: trusted)."""
+        a, why = self.a, []
+        for p in summ["phases"]:
+            n = p["scheduler"]
+            if p["sensors_open_at_measure"] < a.sensors:
+                why.append(f"under {n} only {p['sensors_open_at_measure']} of {a.sensors} sensors were connected"
+                           " when the measurement began")
+            if p["connect_timeouts"]:
+                why.append(f"under {n} {p['connect_timeouts']} connections never opened (connect timed out)")
+            # half a second late on average is a tenth of a sensor period and of the
+            # order of the response times measured: below that the figures hold
+            if measured(p["gen_lag_ms"]) and p["gen_lag_ms"] > 500:
+                why.append(f"under {n} the load generator's timers ran {p['gen_lag_ms']:.0f} ms late on average"
+                           " (it was short of CPU)")
+            if p["loop_lag_ms"] > 500:
+                why.append(f"under {n} the sampler ran {p['loop_lag_ms']:.0f} ms late per second")
+            if not p["sensor_n"] or not p["web_n"]:
+                why.append(f"under {n} a service had no answered request in the measured window")
+        if len(summ["phases"]) < len(a.schedulers):
+            why.append("not every scheduler was measured")
+        return why
 
     def words(self, summ):
         by = {p["scheduler"]: p for p in summ["phases"]}
         W = ["What the numbers show:"]
         if "wlc" in by and "vmwlch" in by:
             a, b = by["wlc"], by["vmwlch"]
+            if not all(measured(x[k]) for x in (a, b) for k in ("imbalance_conns", "max_busy", "sensor_mean_ms",
+                                                                    "sensor_p95_ms", "web_mean_ms", "web_p95_ms")):
+                W.append("- Host balance and response times: not measured (a phase had no samples or no"
+                         " answered request; see the self-check below)")
+                return W
             better = b["imbalance_conns"] < a["imbalance_conns"]
             W.append(f"- Host balance: the busiest host carried {a['imbalance_conns']:.2f}x the mean weighted load"
                      f" under wlc and {b['imbalance_conns']:.2f}x under vmwlch"
-                     + (f" ({by['vmwlc']['imbalance_conns']:.2f}x under vmwlc)" if "vmwlc" in by else "") + ". "
+                     + (f" ({fmtv(by['vmwlc']['imbalance_conns'], '.2f')}x under vmwlc)" if "vmwlc" in by else "")
+                     + ". "
                      + ("vmwlch keeps the physical hosts more even: it counts every service's connections per"
                         " host and the host weights, so sensors go to the fast hosts and away from the hosts"
                         " that carry the web VMs." if better else
@@ -999,6 +1068,7 @@ async def amain(lab):
     a = lab.a
     t_start = time.time()
     rd = asyncio.create_task(lab.read_srv())
+    lab.start_load()
     sp = asyncio.create_task(lab.sampler())
     fo = None
     try:
@@ -1011,10 +1081,10 @@ async def amain(lab):
         # also on errors: stop the clients so that the loop can end
         ph = lab.phase
         if ph is not None:
-            ph.stopping = True
-            for t in ph.tasks:
-                t.cancel()
-            await asyncio.gather(*ph.tasks, return_exceptions=True)
+            try:
+                await lab.stop_clients(ph)
+            except LabError as e:
+                log(f"warning: {e}")
         lab.stop_all = True
         sp.cancel()
         await asyncio.gather(sp, return_exceptions=True)
@@ -1059,7 +1129,10 @@ def main():
             f"{a.web_users} web users; work per sensor reading {1000 * lab.work['sensor_work']:.0f} ms, "
             f"per web request {1000 * lab.work['web_work']:.0f} ms of a normal CPU (target cluster load "
             f"{a.util:.0%})")
-        asyncio.run(amain(lab))
+        summ = asyncio.run(amain(lab))
+        if summ.get("untrusted"):
+            log("the self-check found this run untrustworthy: " + "; ".join(summ["untrusted"]))
+            return 3
         return 0
     except LabError as e:
         log(f"error: {e}")
@@ -1068,9 +1141,10 @@ def main():
         for i, p in lab.ka.items():
             if p.poll() is None:
                 p.terminate()
-        if lab.srv and lab.srv.poll() is None:
-            lab.srv.terminate()
-        for p in list(lab.ka.values()) + ([lab.srv] if lab.srv else []):
+        for p in (lab.srv, lab.load):
+            if p and p.poll() is None:
+                p.terminate()
+        for p in list(lab.ka.values()) + [p for p in (lab.srv, lab.load) if p]:
             try:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -5,7 +5,8 @@
 # front end killed under load. Asserts that it completes and that its output
 # is sane: every scheduler measured (samples, answered requests, host loads),
 # a failover that happened in bounded time, established connections kept,
-# the plot's inputs written. It does not assert which scheduler wins: a few
+# the plot's inputs written, the lab's self-check clean (exit 3 = untrustworthy
+# run fails here). It does not assert which scheduler wins: a few
 # seconds of a small load are too noisy for that (the full demo measures it).
 source "$(dirname "$0")/../lib.sh"
 in_vm || skip "run through scripts/vm.sh"
@@ -19,7 +20,9 @@ on_exit "rm -rf '$OUT'"
 rc=0
 timeout -k 10 200 python3 "$REPO/lab/lab.py" --out "$OUT" --sensors 30 --web-users 6 \
     --warm 2 --ramp 3 --measure 5 --progress-every 3 || rc=$?
+[ "$rc" != 3 ] || fail "the lab's self-check found the run untrustworthy (reasons above)"
 assert_eq 0 "$rc" "lab status"
+grep -q "^Self-check: the lab's own health was good" "$OUT/summary.txt" || fail "summary.txt: no self-check section"
 for f in summary.json summary.txt labels.gp samples-wlc.dat samples-vmwlc.dat samples-vmwlch.dat; do
     [ -s "$OUT/$f" ] || fail "lab output $f missing"
 done
@@ -33,6 +36,7 @@ def check(cond, what):
         print("[demo-smoke] not sane: " + what, file=sys.stderr)
         ok = False
 ph = {p["scheduler"]: p for p in s["phases"]}
+check(not s.get("untrusted"), "self-check: %s" % s.get("untrusted"))
 check(sorted(ph) == ["vmwlc", "vmwlch", "wlc"], "schedulers measured: %s" % sorted(ph))
 for name, p in ph.items():
     check(p["samples"] >= 3, "%s: %d samples" % (name, p["samples"]))

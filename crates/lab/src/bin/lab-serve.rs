@@ -1,0 +1,297 @@
+//! lab-serve CONFIG.json: every VM's service of the lab in one process
+//! (replaces the former lab/labsrv.py: same config, protocols, model, output).
+//!
+//! Per VM a listening socket is created inside the VM's network namespace
+//! (setns around the socket() call: a socket keeps its namespace), sensor
+//! VMs on sensor_port, web VMs on web_port (see vmwlch_lab::proto). Each
+//! physical host is a processor-sharing server (vmwlch_lab::ps): a request's
+//! work (jittered 0.5..1.5x) is served at capacity/n; the process sleeps the
+//! computed delays, it burns no CPU. Prints {"ready": N}, then every second
+//! {"t", "busy", "area", "n", "done"} per host. Ends on SIGTERM/SIGINT or
+//! when stdin closes.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use nix::sched::{setns, CloneFlags};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::{oneshot, Notify};
+use vmwlch_lab::{proto, ps::Ps, rng::Rng, wall};
+
+#[derive(Deserialize)]
+struct HostCfg {
+    name: String,
+    capacity: f64,
+}
+
+#[derive(Deserialize)]
+struct VmCfg {
+    name: String,
+    ns: String,
+    addr: String,
+    host: String,
+    service: String,
+}
+
+#[derive(Deserialize)]
+struct Config {
+    hosts: Vec<HostCfg>,
+    vms: Vec<VmCfg>,
+    sensor_port: u16,
+    web_port: u16,
+    sensor_work: f64,
+    web_work: f64,
+}
+
+/// A host: the model, the waiting requests, and a wake-up for its timer task.
+struct Host {
+    ps: RefCell<Ps>,
+    waiting: RefCell<HashMap<u64, oneshot::Sender<()>>>,
+    changed: Notify,
+}
+
+struct Shared {
+    t0: Instant,
+    next_id: Cell<u64>,
+    rng: RefCell<Rng>,
+    cfg: Config,
+}
+
+impl Shared {
+    fn now(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+}
+
+/// Leaves the host if the request is dropped before it is done (connection gone).
+struct Job<'a> {
+    host: &'a Host,
+    sh: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Job<'_> {
+    fn drop(&mut self) {
+        if self.host.waiting.borrow_mut().remove(&self.id).is_some() {
+            self.host.ps.borrow_mut().remove(self.id, self.sh.now());
+            self.host.changed.notify_one();
+        }
+    }
+}
+
+async fn work(sh: &Shared, host: &Host, amount: f64) {
+    let amount = amount * sh.rng.borrow_mut().uniform(0.5, 1.5);
+    if amount <= 0.0 {
+        return;
+    }
+    let id = sh.next_id.get() + 1;
+    sh.next_id.set(id);
+    let (tx, rx) = oneshot::channel();
+    host.waiting.borrow_mut().insert(id, tx);
+    host.ps.borrow_mut().add(id, amount, sh.now());
+    host.changed.notify_one();
+    let _job = Job { host, sh, id };
+    let _ = rx.await;
+}
+
+/// The host's timer: completes jobs as they finish, re-planned on every change.
+async fn host_timer(sh: Rc<Shared>, host: Rc<Host>) {
+    loop {
+        let due = host.ps.borrow().next_due();
+        match due {
+            Some(d) => tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs_f64(d)) => {}
+                _ = host.changed.notified() => {}
+            },
+            None => host.changed.notified().await,
+        }
+        let done = host.ps.borrow_mut().finish(sh.now());
+        for id in done {
+            if let Some(tx) = host.waiting.borrow_mut().remove(&id) {
+                let _ = tx.send(());
+            }
+        }
+    }
+}
+
+async fn sensor_conn(sh: Rc<Shared>, host: Rc<Host>, s: TcpStream) {
+    let (r, mut w) = s.into_split();
+    let mut r = BufReader::new(r);
+    let mut line = Vec::with_capacity(64);
+    loop {
+        line.clear();
+        match r.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let Some(seq) = proto::sensor_seq(&line) else {
+            return;
+        };
+        let reply = [b"OK ", seq, b"\n"].concat();
+        work(&sh, &host, sh.cfg.sensor_work).await;
+        if w.write_all(&reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn web_conn(sh: Rc<Shared>, host: Rc<Host>, vm: Rc<str>, s: TcpStream) {
+    let (r, mut w) = s.into_split();
+    let mut r = BufReader::new(r);
+    let page = proto::page();
+    let mut head = Vec::with_capacity(512);
+    loop {
+        head.clear();
+        while !head.ends_with(b"\r\n\r\n") {
+            match r.read_until(b'\n', &mut head).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) if head.len() > 65536 => return,
+                Ok(_) => {}
+            }
+        }
+        let Some(req) = proto::parse_request(&head) else {
+            let _ = w.write_all(proto::BAD_REQUEST).await;
+            return;
+        };
+        let ping = req.path == b"/ping";
+        if !ping {
+            work(&sh, &host, sh.cfg.web_work).await;
+        }
+        let body: &[u8] = if ping { b"pong\n" } else { &page };
+        if w.write_all(&proto::response(&vm, body, req.close))
+            .await
+            .is_err()
+            || req.close
+        {
+            return;
+        }
+    }
+}
+
+/// A listening socket on ADDR:PORT created in network namespace NS.
+fn listen_in(home: &File, ns: &str, addr: &str, port: u16) -> Result<TcpListener, String> {
+    let f = File::open(format!("/run/netns/{ns}")).map_err(|e| format!("namespace {ns}: {e}"))?;
+    setns(&f, CloneFlags::CLONE_NEWNET).map_err(|e| format!("setns {ns}: {e}"))?;
+    let sock = TcpSocket::new_v4();
+    setns(home, CloneFlags::CLONE_NEWNET).map_err(|e| format!("setns back: {e}"))?;
+    let sock = sock.map_err(|e| format!("socket in {ns}: {e}"))?;
+    let sa = format!("{addr}:{port}")
+        .parse()
+        .map_err(|e| format!("{addr}: {e}"))?;
+    sock.set_reuseaddr(true).map_err(|e| e.to_string())?;
+    sock.bind(sa)
+        .map_err(|e| format!("bind {sa} in {ns}: {e}"))?;
+    sock.listen(1024)
+        .map_err(|e| format!("listen {sa} in {ns}: {e}"))
+}
+
+fn stats(sh: &Shared, hosts: &BTreeMap<String, Rc<Host>>) -> serde_json::Value {
+    let (mut busy, mut area, mut n, mut done) = (json!({}), json!({}), json!({}), json!({}));
+    for (name, h) in hosts {
+        let mut ps = h.ps.borrow_mut();
+        ps.advance(sh.now());
+        busy[name] = json!((ps.busy * 1e4).round() / 1e4);
+        area[name] = json!((ps.area * 1e4).round() / 1e4);
+        n[name] = json!(ps.len());
+        done[name] = json!(ps.done);
+    }
+    json!({"t": wall(), "busy": busy, "area": area, "n": n, "done": done})
+}
+
+async fn serve(sh: Rc<Shared>) -> Result<(), String> {
+    let t = sh.now();
+    let hosts: BTreeMap<String, Rc<Host>> = sh
+        .cfg
+        .hosts
+        .iter()
+        .map(|h| {
+            let host = Host {
+                ps: RefCell::new(Ps::new(h.capacity, t)),
+                waiting: RefCell::default(),
+                changed: Notify::new(),
+            };
+            (h.name.clone(), Rc::new(host))
+        })
+        .collect();
+    for h in hosts.values() {
+        tokio::task::spawn_local(host_timer(sh.clone(), h.clone()));
+    }
+    let home = File::open("/proc/self/ns/net").map_err(|e| format!("own namespace: {e}"))?;
+    for vm in &sh.cfg.vms {
+        let host = hosts
+            .get(&vm.host)
+            .ok_or_else(|| format!("VM {}: no host {}", vm.name, vm.host))?
+            .clone();
+        let sensor = vm.service == "sensor";
+        let port = if sensor {
+            sh.cfg.sensor_port
+        } else {
+            sh.cfg.web_port
+        };
+        let l = listen_in(&home, &vm.ns, &vm.addr, port)?;
+        let (sh, name): (_, Rc<str>) = (sh.clone(), vm.name.as_str().into());
+        tokio::task::spawn_local(async move {
+            while let Ok((s, _)) = l.accept().await {
+                let _ = s.set_nodelay(true);
+                if sensor {
+                    tokio::task::spawn_local(sensor_conn(sh.clone(), host.clone(), s));
+                } else {
+                    tokio::task::spawn_local(web_conn(sh.clone(), host.clone(), name.clone(), s));
+                }
+            }
+        });
+    }
+    println!("{}", json!({"ready": sh.cfg.vms.len()}));
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 4096];
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => println!("{}", stats(&sh, &hosts)),
+            _ = term.recv() => return Ok(()),
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            r = stdin.read(&mut buf) => if matches!(r, Ok(0) | Err(_)) { return Ok(()) },
+        }
+    }
+}
+
+fn main() {
+    let path = std::env::args().nth(1).unwrap_or_else(|| {
+        eprintln!("usage: lab-serve CONFIG.json");
+        std::process::exit(2)
+    });
+    let cfg: Config = match std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("lab-serve: {path}: {e}");
+            std::process::exit(2)
+        }
+    };
+    let sh = Rc::new(Shared {
+        t0: Instant::now(),
+        next_id: Cell::new(0),
+        rng: RefCell::new(Rng::new(1)),
+        cfg,
+    });
+    // one thread: setns applies to the calling thread, and the model needs no locks
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let local = tokio::task::LocalSet::new();
+    if let Err(e) = local.block_on(&rt, serve(sh)) {
+        eprintln!("lab-serve: {e}");
+        std::process::exit(1);
+    }
+}
