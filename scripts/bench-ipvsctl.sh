@@ -2,6 +2,9 @@
 # Benchmark (not a test): ipvsadm vs ipvsctl side by side in one VM run on
 # N services (default 10,000) with 4 real servers each: restore (-R), full
 # listing (-Ln) and flush (-C). Prints the times and the ratios.
+# IPVSCTL_BASE=PATH (a file under the repository, which the VM sees) adds a
+# third column: that ipvsctl binary (e.g. an older commit's), in the same
+# run, with the ratio base/current, for before/after comparisons.
 #
 #   scripts/bench-ipvsctl.sh [N]        (runs itself inside the VM)
 set -euo pipefail
@@ -13,17 +16,24 @@ if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
     export VMWLCH_KERNEL_VARIANT="${VMWLCH_KERNEL_VARIANT:-bench}"
     [ "${SKIP_SETUP:-0}" = 1 ] || "$REPO/scripts/setup.sh" --no-cargo --bench-kernel >&2
     [ -x "$REPO/target/release/ipvsctl" ] || (cd "$REPO" && cargo build --release -p ipvsctl)
-    exec "$REPO/scripts/vm.sh" -- "$REPO/scripts/bench-ipvsctl.sh" "$N"
+    if [ -n "${IPVSCTL_BASE:-}" ]; then
+        IPVSCTL_BASE="$(realpath "$IPVSCTL_BASE")"
+        case "$IPVSCTL_BASE" in "$REPO"/*) ;; *) echo "IPVSCTL_BASE must be under $REPO (the VM sees only that)" >&2; exit 2 ;; esac
+        [ -x "$IPVSCTL_BASE" ] || { echo "IPVSCTL_BASE=$IPVSCTL_BASE is not an executable" >&2; exit 2; }
+    fi
+    exec "$REPO/scripts/vm.sh" -- env IPVSCTL_BASE="${IPVSCTL_BASE:-}" "$REPO/scripts/bench-ipvsctl.sh" "$N"
 fi
+TOOLS=(real ours)
+[ -n "${IPVSCTL_BASE:-}" ] && TOOLS+=(base)
 
 W="$(mktemp -d)"
-trap 'ip netns del ipvsctl-bench-real 2>/dev/null; ip netns del ipvsctl-bench-ours 2>/dev/null; rm -rf "$W"' EXIT
+trap 'for t in "${TOOLS[@]}"; do ip netns del "ipvsctl-bench-$t" 2>/dev/null; done; rm -rf "$W"' EXIT
 # One fresh network namespace per tool. IPVS keeps removed real servers in a
 # per-namespace "trash" list for 2-3 minutes and every new real server is
 # first looked up there, one list entry at a time: a tool restoring shortly
 # after the other one's flush would walk 40,000 entries per `-a` and pay
 # seconds of kernel time that have nothing to do with the tool.
-for tool in real ours; do
+for tool in "${TOOLS[@]}"; do
     NS=ipvsctl-bench-$tool
     ip netns add "$NS"
     ip -n "$NS" link add d0 type dummy
@@ -33,9 +43,10 @@ for tool in real ours; do
     ip -n "$NS" link set lo up
 done
 
-mkdir -p "$W/real" "$W/ours"
+mkdir -p "$W/real" "$W/ours" "$W/base"
 ln -s /usr/sbin/ipvsadm "$W/real/ipvsadm"
 ln -s "$REPO/target/release/ipvsctl" "$W/ours/ipvsadm"
+[ -n "${IPVSCTL_BASE:-}" ] && ln -s "$IPVSCTL_BASE" "$W/base/ipvsadm"
 
 # The rules: N TCP services 10.x.y.z:80 with 4 NAT real servers each.
 awk -v n="$N" 'BEGIN {
@@ -58,7 +69,7 @@ t() { # t TOOL ARGS... < stdin: elapsed seconds of the tool's own run
 }
 
 declare -A R
-for tool in real ours; do
+for tool in "${TOOLS[@]}"; do
     R[$tool.restore]=$(t "$tool" -R <"$W/rules")
     [ -s "$W/err.$tool" ] && { echo "errors during $tool restore:"; head -3 "$W/err.$tool"; }
     R[$tool.list]=$(t "$tool" -Ln </dev/null)
@@ -77,3 +88,13 @@ for op in restore list flush; do
     printf '%-10s %12s %12s %9sx\n' "$op" "$a" "$b" "$ratio"
 done
 printf 'listing: %s lines each, outputs %s\n' "${R[real.lines]}" "$same"
+if [ -n "${IPVSCTL_BASE:-}" ]; then
+    cmp -s "$W/list.real" "$W/list.base" && same=identical || same=DIFFERENT
+    printf '\nbefore/after: %s (base) vs target/release/ipvsctl (current)\n' "${IPVSCTL_BASE#"$REPO"/}"
+    printf '%-10s %12s %12s %10s\n' "" "base(s)" "current(s)" "base/cur"
+    for op in restore list flush; do
+        a=${R[base.$op]} b=${R[ours.$op]}
+        printf '%-10s %12s %12s %9sx\n' "$op" "$a" "$b" "$(echo "scale=2; if ($b > 0) $a / $b else 0" | bc)"
+    done
+    printf 'base listing outputs %s to ipvsadm'"'"'s\n' "$same"
+fi
