@@ -27,6 +27,7 @@ TOOLS=(real ours)
 [ -n "${IPVSCTL_BASE:-}" ] && TOOLS+=(base)
 
 W="$(mktemp -d)"
+# shellcheck disable=SC2154 # t is the trap's own loop variable
 trap 'for t in "${TOOLS[@]}"; do ip netns del "ipvsctl-bench-$t" 2>/dev/null; done; rm -rf "$W"' EXIT
 # One fresh network namespace per tool. IPVS keeps removed real servers in a
 # per-namespace "trash" list for 2-3 minutes and every new real server is

@@ -9,12 +9,14 @@ KFRAG="$REPO/kernel/vmwlch-test.config"
 KVARIANT="${VMWLCH_KERNEL_VARIANT:-test}"
 KFRAGS=("$KFRAG")
 [ "$KVARIANT" = test ] || KFRAGS+=("$REPO/kernel/vmwlch-$KVARIANT.config")
+# shellcheck disable=SC2034 # used by setup.sh, which sources this
 KSRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
 TOOLS="$CACHE/tools"
 export PATH="$TOOLS/bin:$PATH"
 
 # Kernel builds use Debian's rustc (it has the core/alloc sources the kernel needs);
 # user-space crates keep using rustup's cargo/rustc.
+# shellcheck disable=SC2034 # used by setup.sh, which sources this
 KMAKE_ARGS=(LLVM=1 RUSTC=/usr/bin/rustc BINDGEN="$TOOLS/bin/bindgen")
 
 kernel_src_version() {

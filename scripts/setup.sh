@@ -38,6 +38,8 @@ PACKAGES=(
     ipvsadm keepalived socat iproute2 iputils-ping procps psmisc curl tcpdump
     # the demo's plot
     gnuplot-nox
+    # lints run by scripts/test.sh (shell, Python)
+    shellcheck pyflakes3
 )
 
 install_packages() {
@@ -88,16 +90,16 @@ build_kernel() {
     "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${KFRAGS[@]}" >/dev/null
     make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" olddefconfig
     # olddefconfig silently drops options whose dependencies fail (RUST above all).
-    local missing=0 opt
+    local lost=0 opt
     declare -A want=()
     while IFS= read -r line; do          # later fragments override earlier ones
         case "$line" in CONFIG_*=*) want["${line%%=*}"]="$line" ;; esac
     done < <(cat "${KFRAGS[@]}")
     for opt in "${!want[@]}"; do
         case "${want[$opt]}" in *=y|*=m) ;; *) continue ;; esac
-        grep -qx "${want[$opt]}" "$out/.config" || { echo "  not set: ${want[$opt]}" >&2; missing=1; }
+        grep -qx "${want[$opt]}" "$out/.config" || { echo "  not set: ${want[$opt]}" >&2; lost=1; }
     done
-    [ $missing = 0 ] || die "the kernel config lost options above (is 'make rustavailable' happy?)"
+    [ $lost = 0 ] || die "the kernel config lost options above (is 'make rustavailable' happy?)"
     make -s -C "$src" O="$out" "${KMAKE_ARGS[@]}" -j"$(nproc)" bzImage modules
     touch "$out/.built" "$out/.last-used"
     log "kernel built in $((SECONDS - t0)) s: $(cat "$out/include/config/kernel.release")"

@@ -48,6 +48,15 @@ group static "static checks"
 step "cargo fmt --check" cargo fmt --all -- --check
 step "rustfmt --check (kernel module)" rustfmt --check --edition 2021 ipvs-sched-vmwlch/src/vmwlch.rs
 step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+# Shell: shellcheck's warnings and errors (its style notes are left out);
+# -x follows `source` so a variable set by a sourced library counts as used.
+shopt -s globstar nullglob
+LINT_SH=(scripts/*.sh tests/**/*.sh lab/*.sh .ci/run)
+LINT_PY=(tests/py tests/keepalive lab/*.py lab/bench/*.py)
+shopt -u globstar nullglob
+step "shellcheck -S warning" shellcheck -x -P SCRIPTDIR -S warning -f gcc "${LINT_SH[@]}"
+# Python: pyflakes reports real bugs only (undefined names, unused imports and variables).
+step "pyflakes" pyflakes3 "${LINT_PY[@]}"
 
 group cargo "cargo test"
 t=$SECONDS

@@ -49,11 +49,13 @@ OUTDEV=() OUTARG=""
 if [ -n "${VM_OUTDIR:-}" ]; then
     mkdir -p "$VM_OUTDIR"
     VM_OUTDIR="$(cd "$VM_OUTDIR" && pwd)"
+    # shellcheck disable=SC2054 # the commas belong to qemu's option values
     OUTDEV=(-fsdev "local,id=out,path=$VM_OUTDIR,security_model=none,multidevs=remap"
         -device virtio-9p-pci,fsdev=out,mount_tag=vmout)
     OUTARG=" vmwlch.out=$VM_OUTDIR"
 fi
 
+# shellcheck disable=SC2054 # the commas belong to qemu's option values
 QEMU=(qemu-system-x86_64 -machine q35 -m "${VM_MEM:-2G}" -smp "${VM_CPUS:-2}"
     -nographic -no-reboot -nodefaults -serial stdio -serial "file:$WORK/console"
     -kernel "$IMG"
@@ -86,6 +88,7 @@ kvm_works() {
     fi
     [ "$(cat "$stamp")" = yes ]
 }
+# shellcheck disable=SC2054 # the commas belong to qemu's option values
 if kvm_works; then QEMU+=(-enable-kvm -cpu host); else QEMU+=(-accel tcg -cpu max,la57=off); fi
 
 # A kernel that has not started init after VM_BOOT_TIMEOUT seconds is stuck

@@ -3,6 +3,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC2034 # used by the tests that source this
 BIN="$REPO/target/release"
 TEST_NAME="$(basename "$0" .sh)"
 

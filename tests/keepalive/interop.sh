@@ -23,6 +23,7 @@ if [ $ka = 2 ]; then
     assert_eq backup "$(ka_state 2)" "keepalive state"
 fi
 
+# shellcheck disable=SC2034 # read by ka_time_until_vip (netns.sh)
 START_MS=$(ka_now_ms)
 kill_high
 took=$(ka_time_until_vip 2 3000) || fail "backup did not take over"
@@ -35,5 +36,6 @@ ka_wait_owner 2 "1" 6 || fail "no preemption back (owners '$(ka_owners 2)')"
 sleep 0.5
 assert_eq "1" "$(ka_owners 2)" "single owner after preempting back"
 ip netns exec "$KA_CLIENT" ping -c1 -W1 "$KA_VIP" >/dev/null || fail "VIP does not answer"
+# shellcheck disable=SC2034 # read by netns.sh's exit trap
 KA_OK=1
 log "pass"

@@ -11,6 +11,7 @@ KA_TAG="ka$$"
 KA_BR="${KA_TAG}br"
 KA_CLIENT="${KA_TAG}c"
 KA_VIP=192.0.2.100
+# shellcheck disable=SC2034 # used by the tests that source this
 KA_VIP6=2001:db8::100
 KA_DIR="$(mktemp -d /tmp/keepalive-test.XXXXXX)"
 declare -A KA_PID=()
