@@ -164,6 +164,28 @@ pub fn write_service_entry(
     res: &dyn Resolver,
 ) {
     let svc_name = service_name(&svc.key, format, res);
+    write_service_line(out, svc, &svc_name, format);
+
+    let mut order: Vec<&Dest> = dests.iter().collect();
+    if format & FMT_NOSORT == 0 {
+        glibc_msort(&mut order, |a, b| cmp_dests(a, b));
+    }
+    let proto = lookup_proto(&svc.key);
+    for e in order {
+        let mut dname = addrport_to_anyname(&e.addr, e.port, proto, format, res);
+        if format & FMT_RULE == 0 && e.family() != Family::Inet6 {
+            truncate(&mut dname, 28);
+        }
+        if format & FMT_RULE != 0 {
+            write_dest_rule(out, e, &svc_name, &dname);
+        } else {
+            write_dest_line(out, e, &dname, format);
+        }
+    }
+}
+
+/// The service's own line (rule, stats, rate or plain listing), newline included.
+fn write_service_line(out: &mut String, svc: &Service, svc_name: &str, format: u32) {
     let fam = svc.key.family();
     let sflags = svc.flags & IP_VS_SVC_F_SCHED_MASK != 0;
     if format & FMT_RULE != 0 {
@@ -226,110 +248,89 @@ pub fn write_service_entry(
         }
     }
     out.push('\n');
+}
 
-    let mut order: Vec<&Dest> = dests.iter().collect();
-    if format & FMT_NOSORT == 0 {
-        glibc_msort(&mut order, |a, b| cmp_dests(a, b));
-    }
-    let proto = lookup_proto(&svc.key);
-    for e in order {
-        let mut dname = addrport_to_anyname(&e.addr, e.port, proto, format, res);
-        if format & FMT_RULE == 0 && e.family() != Family::Inet6 {
-            truncate(&mut dname, 28);
-        }
-        let weight = e.weight as i32;
-        if format & FMT_RULE != 0 {
-            if e.fwd == Forward::Tunnel {
-                match e.tun_type {
-                    TunnelType::Gre => {
-                        let _ = writeln!(
-                            out,
-                            "-a {svc_name} -r {dname} {} -w {weight} --tun-type gre {}",
-                            fwd_switch(e.fwd),
-                            tun_flag_opt(e.tun_flags)
-                        );
-                    }
-                    TunnelType::Gue => {
-                        let _ = writeln!(
-                            out,
-                            "-a {svc_name} -r {dname} {} -w {weight} --tun-type gue --tun-port {} {}",
-                            fwd_switch(e.fwd),
-                            e.tun_port,
-                            tun_flag_opt(e.tun_flags)
-                        );
-                    }
-                    TunnelType::Ipip => {
-                        let _ = writeln!(
-                            out,
-                            "-a {svc_name} -r {dname} {} -w {weight} --tun-type ipip",
-                            fwd_switch(e.fwd)
-                        );
-                    }
-                    TunnelType::Other(_) => {
-                        let _ = writeln!(
-                            out,
-                            "-a {svc_name} -r {dname} {} -w {weight}",
-                            fwd_switch(e.fwd)
-                        );
-                    }
-                }
-            } else {
-                let _ = writeln!(
+/// One destination as an `-a` rule (`ipvsadm -S` / `-R` input).
+fn write_dest_rule(out: &mut String, e: &Dest, svc_name: &str, dname: &str) {
+    let weight = e.weight as i32;
+    let _ = write!(
+        out,
+        "-a {svc_name} -r {dname} {} -w {weight}",
+        fwd_switch(e.fwd)
+    );
+    // Only tunnelling destinations carry their tunnel's options.
+    if e.fwd == Forward::Tunnel {
+        match e.tun_type {
+            TunnelType::Gre => {
+                let _ = write!(out, " --tun-type gre {}", tun_flag_opt(e.tun_flags));
+            }
+            TunnelType::Gue => {
+                let _ = write!(
                     out,
-                    "-a {svc_name} -r {dname} {} -w {weight}",
-                    fwd_switch(e.fwd)
+                    " --tun-type gue --tun-port {} {}",
+                    e.tun_port,
+                    tun_flag_opt(e.tun_flags)
                 );
             }
-        } else if format & FMT_STATS != 0 {
-            let s = &e.stats;
-            let _ = write!(out, "  -> {dname:<28}");
-            for v in [s.conns, s.inpkts, s.outpkts, s.inbytes, s.outbytes] {
-                out.push_str(&largenum(v, format));
-            }
-            out.push('\n');
-        } else if format & FMT_RATE != 0 {
-            let s = &e.stats;
-            let _ = write!(
-                out,
-                "  -> {dname:<28} {:>8} {:>8} {:>8}",
-                s.cps, s.inpps, s.outpps
-            );
-            out.push_str(&largenum(s.inbps, format));
-            out.push_str(&largenum(s.outbps, format));
-            out.push('\n');
-        } else if format & FMT_THRESHOLDS != 0 {
-            let _ = writeln!(
-                out,
-                "  -> {dname:<28} {:<10} {:<10} {:<10} {:<10}",
-                e.u_threshold, e.l_threshold, e.active_conns, e.inact_conns
-            );
-        } else if format & FMT_PERSISTENTCONN != 0 {
-            let _ = writeln!(
-                out,
-                "  -> {dname:<28} {:<9} {:<11} {:<10} {:<10}",
-                e.weight, e.persist_conns, e.active_conns, e.inact_conns
-            );
-        } else if format & FMT_TUN_INFO != 0 {
-            let ti = tun_info(e).unwrap_or_else(|| "n/a".into());
-            let _ = writeln!(
-                out,
-                "  -> {dname:<28} {:<7} {ti:<13} {weight:<6} {:<10} {:<10}",
-                fwd_name(e.fwd),
-                e.active_conns,
-                e.inact_conns
-            );
-        } else {
-            out.push_str("  -> ");
-            push_left(out, &dname, 28);
-            out.push(' ');
-            push_left(out, fwd_name(e.fwd), 7);
-            out.push(' ');
-            push_int_left(out, weight as i64, 6);
-            out.push(' ');
-            push_int_left(out, e.active_conns as i64, 10);
-            out.push(' ');
-            push_int_left(out, e.inact_conns as i64, 10);
-            out.push('\n');
+            TunnelType::Ipip => out.push_str(" --tun-type ipip"),
+            TunnelType::Other(_) => {}
         }
+    }
+    out.push('\n');
+}
+
+/// One destination as a listing line in the columns `format` selects.
+fn write_dest_line(out: &mut String, e: &Dest, dname: &str, format: u32) {
+    let weight = e.weight as i32;
+    if format & FMT_STATS != 0 {
+        let s = &e.stats;
+        let _ = write!(out, "  -> {dname:<28}");
+        for v in [s.conns, s.inpkts, s.outpkts, s.inbytes, s.outbytes] {
+            out.push_str(&largenum(v, format));
+        }
+        out.push('\n');
+    } else if format & FMT_RATE != 0 {
+        let s = &e.stats;
+        let _ = write!(
+            out,
+            "  -> {dname:<28} {:>8} {:>8} {:>8}",
+            s.cps, s.inpps, s.outpps
+        );
+        out.push_str(&largenum(s.inbps, format));
+        out.push_str(&largenum(s.outbps, format));
+        out.push('\n');
+    } else if format & FMT_THRESHOLDS != 0 {
+        let _ = writeln!(
+            out,
+            "  -> {dname:<28} {:<10} {:<10} {:<10} {:<10}",
+            e.u_threshold, e.l_threshold, e.active_conns, e.inact_conns
+        );
+    } else if format & FMT_PERSISTENTCONN != 0 {
+        let _ = writeln!(
+            out,
+            "  -> {dname:<28} {:<9} {:<11} {:<10} {:<10}",
+            e.weight, e.persist_conns, e.active_conns, e.inact_conns
+        );
+    } else if format & FMT_TUN_INFO != 0 {
+        let ti = tun_info(e).unwrap_or_else(|| "n/a".into());
+        let _ = writeln!(
+            out,
+            "  -> {dname:<28} {:<7} {ti:<13} {weight:<6} {:<10} {:<10}",
+            fwd_name(e.fwd),
+            e.active_conns,
+            e.inact_conns
+        );
+    } else {
+        out.push_str("  -> ");
+        push_left(out, dname, 28);
+        out.push(' ');
+        push_left(out, fwd_name(e.fwd), 7);
+        out.push(' ');
+        push_int_left(out, weight as i64, 6);
+        out.push(' ');
+        push_int_left(out, e.active_conns as i64, 10);
+        out.push(' ');
+        push_int_left(out, e.inact_conns as i64, 10);
+        out.push('\n');
     }
 }

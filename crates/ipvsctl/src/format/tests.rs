@@ -238,3 +238,26 @@ fn timeout_and_daemon_lines() {
         "master sync daemon (mcast=eth0, syncid=0, maxlen=1472, group=224.0.0.81, port=8848, ttl=1)\n"
     );
 }
+
+#[test]
+fn rule_lines_per_tunnel_type() {
+    // Each tunnel type's `-a` suffix as ipvsadm -S prints it; non-tunnel dests get none.
+    let s = Service::new(ServiceKey::fwmark(7)).with_scheduler("rr");
+    let tun = |t: TunnelType| {
+        let mut d = Dest::new(ip("10.1.0.5"), 0).with_fwd(Forward::Tunnel);
+        d.tun_type = t;
+        d
+    };
+    let mut masq = Dest::new(ip("10.1.0.6"), 0).with_fwd(Forward::Masq);
+    masq.tun_type = TunnelType::Gre;
+    for (d, want) in [
+        (tun(TunnelType::Gre), "-i -w 1 --tun-type gre --tun-nocsum"),
+        (tun(TunnelType::Ipip), "-i -w 1 --tun-type ipip"),
+        (masq, "-m -w 1"),
+    ] {
+        let out = service_entry(&s, &[d], FMT_NUMERIC | FMT_RULE, &Numeric);
+        let line = out.lines().nth(1).unwrap();
+        assert!(line.starts_with("-a -f 7 -r 10.1.0."), "{line:?}");
+        assert!(line.ends_with(&format!(":0 {want}")), "{line:?}");
+    }
+}
