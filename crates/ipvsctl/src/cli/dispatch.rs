@@ -53,354 +53,380 @@ pub(super) fn load(path: &PathBuf, drain: bool) -> Result<cluster::Desired, Fail
     }
 }
 
+/// One function per subcommand; each owns its kernel calls and output.
 pub(super) fn dispatch(cmd: Cmd) -> Result<(), Fail> {
     match cmd {
-        Cmd::Completions { shell } => {
-            let mut c = Cli::command();
-            clap_complete::generate(shell, &mut c, "ipvsctl", &mut std::io::stdout());
+        Cmd::Completions { shell } => completions(shell),
+        Cmd::Man { out_dir } => man(out_dir),
+        Cmd::Service(sc) => service(sc),
+        Cmd::Dest(dc) => dest(dc),
+        Cmd::List(a) => list(a),
+        Cmd::Conn(a) => conn(a),
+        Cmd::Host(hc) => host(hc),
+        Cmd::Plan(a) => plan(a),
+        Cmd::Apply(a) => apply(a),
+        Cmd::Save(a) => save(a),
+        Cmd::Timeout(a) => timeout(a),
+        Cmd::Daemon(dc) => daemon(dc),
+        Cmd::Zero(a) => zero(a),
+        Cmd::Flush => Client::open()?.flush().map_err(kerr("flush")),
+        Cmd::Info(o) => info(o),
+    }
+}
+
+fn completions(shell: clap_complete::Shell) -> Result<(), Fail> {
+    let mut c = Cli::command();
+    clap_complete::generate(shell, &mut c, "ipvsctl", &mut std::io::stdout());
+    Ok(())
+}
+
+fn man(out_dir: Option<PathBuf>) -> Result<(), Fail> {
+    let c = Cli::command();
+    match out_dir {
+        None => clap_mangen::Man::new(c)
+            .render(&mut std::io::stdout())
+            .map_err(|e| Fail(1, e.to_string())),
+        Some(d) => {
+            std::fs::create_dir_all(&d).map_err(|e| Fail(1, e.to_string()))?;
+            clap_mangen::generate_to(c, &d).map_err(|e| Fail(1, e.to_string()))
+        }
+    }
+}
+
+fn service(sc: ServiceCmd) -> Result<(), Fail> {
+    let mut c = Client::open()?;
+    match sc {
+        ServiceCmd::Add { svc, params } => c
+            .add_service(&service_from(&svc, &params)?)
+            .map_err(kerr("add service")),
+        ServiceCmd::Edit { svc, params } => c
+            .edit_service(&service_from(&svc, &params)?)
+            .map_err(kerr("edit service")),
+        ServiceCmd::Del { svc } => c
+            .del_service(&svc_key(&svc.kind, &svc.target, svc.ipv6)?)
+            .map_err(kerr("delete service")),
+        ServiceCmd::Show { svc, out } => {
+            let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
+            let s = c.service(&key).map_err(kerr("service"))?;
+            let d = c.dests(&key)?;
+            let view = service_view(&s, &d);
+            print_out(out.output, &view, || {
+                format::list_service(&(s, d), format::FMT_NUMERIC, &crate::names::Numeric)
+            })
+        }
+    }
+}
+
+fn dest(dc: DestCmd) -> Result<(), Fail> {
+    let mut c = Client::open()?;
+    match dc {
+        DestCmd::Add {
+            svc,
+            server,
+            params,
+        } => {
+            let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
+            c.add_dest(&key, &dest_from(&key, &server, &params)?)
+                .map_err(kerr("add dest"))
+        }
+        DestCmd::Edit {
+            svc,
+            server,
+            params,
+        } => {
+            let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
+            c.edit_dest(&key, &dest_from(&key, &server, &params)?)
+                .map_err(kerr("edit dest"))
+        }
+        DestCmd::Del { svc, server } => {
+            let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
+            let (addr, port) = parse_addr_port(&server)?;
+            c.del_dest(&key, &Dest::new(addr, port.unwrap_or(key.port())))
+                .map_err(kerr("delete dest"))
+        }
+    }
+}
+
+fn list(a: ListArgs) -> Result<(), Fail> {
+    let mut c = Client::open()?;
+    let info = c.info()?;
+    let entries = c.services_with_dests()?;
+    match a.out.output {
+        OutFmt::Text => {
+            let mut f = if a.resolve { 0 } else { format::FMT_NUMERIC };
+            if a.stats {
+                f |= format::FMT_STATS;
+            }
+            if a.rate {
+                f |= format::FMT_RATE;
+            }
+            if a.exact {
+                f |= format::FMT_EXACT;
+            }
+            let res: Box<dyn crate::names::Resolver> = if a.resolve {
+                Box::new(crate::names::LibcResolver::new())
+            } else {
+                Box::new(crate::names::Numeric)
+            };
+            print!("{}", format::list_all(&info, &entries, f, &*res));
             Ok(())
         }
-        Cmd::Man { out_dir } => {
-            let c = Cli::command();
-            match out_dir {
-                None => clap_mangen::Man::new(c)
-                    .render(&mut std::io::stdout())
-                    .map_err(|e| Fail(1, e.to_string())),
-                Some(d) => {
-                    std::fs::create_dir_all(&d).map_err(|e| Fail(1, e.to_string()))?;
-                    clap_mangen::generate_to(c, &d).map_err(|e| Fail(1, e.to_string()))
-                }
-            }
-        }
-        Cmd::Service(sc) => {
-            let mut c = Client::open()?;
-            match sc {
-                ServiceCmd::Add { svc, params } => c
-                    .add_service(&service_from(&svc, &params)?)
-                    .map_err(kerr("add service")),
-                ServiceCmd::Edit { svc, params } => c
-                    .edit_service(&service_from(&svc, &params)?)
-                    .map_err(kerr("edit service")),
-                ServiceCmd::Del { svc } => c
-                    .del_service(&svc_key(&svc.kind, &svc.target, svc.ipv6)?)
-                    .map_err(kerr("delete service")),
-                ServiceCmd::Show { svc, out } => {
-                    let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
-                    let s = c.service(&key).map_err(kerr("service"))?;
-                    let d = c.dests(&key)?;
-                    let view = service_view(&s, &d);
-                    print_out(out.output, &view, || {
-                        format::list_service(&(s, d), format::FMT_NUMERIC, &crate::names::Numeric)
-                    })
-                }
-            }
-        }
-        Cmd::Dest(dc) => {
-            let mut c = Client::open()?;
-            match dc {
-                DestCmd::Add {
-                    svc,
-                    server,
-                    params,
-                } => {
-                    let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
-                    c.add_dest(&key, &dest_from(&key, &server, &params)?)
-                        .map_err(kerr("add dest"))
-                }
-                DestCmd::Edit {
-                    svc,
-                    server,
-                    params,
-                } => {
-                    let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
-                    c.edit_dest(&key, &dest_from(&key, &server, &params)?)
-                        .map_err(kerr("edit dest"))
-                }
-                DestCmd::Del { svc, server } => {
-                    let key = svc_key(&svc.kind, &svc.target, svc.ipv6)?;
-                    let (addr, port) = parse_addr_port(&server)?;
-                    c.del_dest(&key, &Dest::new(addr, port.unwrap_or(key.port())))
-                        .map_err(kerr("delete dest"))
-                }
-            }
-        }
-        Cmd::List(a) => {
-            let mut c = Client::open()?;
-            let info = c.info()?;
-            let entries = c.services_with_dests()?;
-            match a.out.output {
-                OutFmt::Text => {
-                    let mut f = if a.resolve { 0 } else { format::FMT_NUMERIC };
-                    if a.stats {
-                        f |= format::FMT_STATS;
-                    }
-                    if a.rate {
-                        f |= format::FMT_RATE;
-                    }
-                    if a.exact {
-                        f |= format::FMT_EXACT;
-                    }
-                    let res: Box<dyn crate::names::Resolver> = if a.resolve {
-                        Box::new(crate::names::LibcResolver::new())
-                    } else {
-                        Box::new(crate::names::Numeric)
-                    };
-                    print!("{}", format::list_all(&info, &entries, f, &*res));
-                    Ok(())
-                }
-                fmt => {
-                    let mut v: Vec<&(Service, Vec<Dest>)> = entries.iter().collect();
-                    v.sort_by_key(|e| e.0.key);
-                    let view = ListView {
-                        version: info.version_string(),
-                        conn_tab_size: info.conn_tab_size,
-                        services: v.into_iter().map(|(s, d)| service_view(s, d)).collect(),
-                    };
-                    print_out(fmt, &view, String::new)
-                }
-            }
-        }
-        Cmd::Conn(a) => {
-            let text = match &a.file {
-                Some(f) => std::fs::read_to_string(f),
-                None => std::fs::read_to_string(conn::CONN_PROC_FILE),
-            }
-            .map_err(|e| Fail(1, format!("cannot read {}: {e}", conn::CONN_PROC_FILE)))?;
-            let filter = conn::Filter {
-                protocol: a.proto.clone(),
-                client: a.client,
-                virtual_addr: a.vip,
-                virtual_port: a.vport,
-                dest: a.dest,
-                dest_port: a.dport,
-                state: a.state.clone(),
+        fmt => {
+            let mut v: Vec<&(Service, Vec<Dest>)> = entries.iter().collect();
+            v.sort_by_key(|e| e.0.key);
+            let view = ListView {
+                version: info.version_string(),
+                conn_tab_size: info.conn_tab_size,
+                services: v.into_iter().map(|(s, d)| service_view(s, d)).collect(),
             };
-            let conns: Vec<conn::Conn> = conn::parse(&text)
-                .into_iter()
-                .filter(|c| filter.matches(c))
-                .collect();
-            print_out(a.out.output, &conns, || {
+            print_out(fmt, &view, String::new)
+        }
+    }
+}
+
+fn conn(a: ConnArgs) -> Result<(), Fail> {
+    let text = match &a.file {
+        Some(f) => std::fs::read_to_string(f),
+        None => std::fs::read_to_string(conn::CONN_PROC_FILE),
+    }
+    .map_err(|e| Fail(1, format!("cannot read {}: {e}", conn::CONN_PROC_FILE)))?;
+    let filter = conn::Filter {
+        protocol: a.proto.clone(),
+        client: a.client,
+        virtual_addr: a.vip,
+        virtual_port: a.vport,
+        dest: a.dest,
+        dest_port: a.dport,
+        state: a.state.clone(),
+    };
+    let conns: Vec<conn::Conn> = conn::parse(&text)
+        .into_iter()
+        .filter(|c| filter.matches(c))
+        .collect();
+    print_out(a.out.output, &conns, || {
+        let mut s = format!(
+            "{:<4} {:<11} {:>7} {:<24} {:<24} {}\n",
+            "PROT", "STATE", "EXPIRES", "CLIENT", "VIRTUAL", "DEST"
+        );
+        for c in &conns {
+            s.push_str(&format!(
+                "{:<4} {:<11} {:>7} {:<24} {:<24} {}\n",
+                c.protocol,
+                c.state,
+                c.expires,
+                ipvs_netlink::ipvs::fmt_addr_port(&c.client, c.client_port),
+                ipvs_netlink::ipvs::fmt_addr_port(&c.virtual_addr, c.virtual_port),
+                ipvs_netlink::ipvs::fmt_addr_port(&c.dest, c.dest_port)
+            ));
+        }
+        s
+    })
+}
+
+fn host(hc: HostCmd) -> Result<(), Fail> {
+    let mut nl = Netlink::open()?;
+    let mut hm = HostMap::new(&mut nl)?;
+    match hc {
+        HostCmd::Set { name, weight, vms } => {
+            if weight.is_some_and(|w| w > vmwlch::VMWLCH_MAX_WEIGHT) {
+                return Err(usage(format!(
+                    "weight out of range 0..{}",
+                    vmwlch::VMWLCH_MAX_WEIGHT
+                )));
+            }
+            hm.set_host(&name, weight, &vms).map_err(kerr("set host"))
+        }
+        HostCmd::Unmap { addrs } => hm.del_members(&addrs).map_err(kerr("unmap")),
+        HostCmd::Del { name } => hm.del_host(&name).map_err(kerr("delete host")),
+        HostCmd::Flush => hm.flush().map_err(kerr("flush hosts")),
+        HostCmd::List(o) => {
+            let mut hosts = hm.hosts()?;
+            hosts.sort_by(|a, b| a.name.cmp(&b.name));
+            print_out(o.output, &hosts, || {
                 let mut s = format!(
-                    "{:<4} {:<11} {:>7} {:<24} {:<24} {}\n",
-                    "PROT", "STATE", "EXPIRES", "CLIENT", "VIRTUAL", "DEST"
+                    "{:<20} {:>6} {:>10} {:>10} {:>5}  {}\n",
+                    "HOST", "WEIGHT", "ACTIVE", "INACTIVE", "DESTS", "VMS"
                 );
-                for c in &conns {
+                for h in &hosts {
+                    let vms: Vec<String> = h.members.iter().map(|a| a.to_string()).collect();
                     s.push_str(&format!(
-                        "{:<4} {:<11} {:>7} {:<24} {:<24} {}\n",
-                        c.protocol,
-                        c.state,
-                        c.expires,
-                        ipvs_netlink::ipvs::fmt_addr_port(&c.client, c.client_port),
-                        ipvs_netlink::ipvs::fmt_addr_port(&c.virtual_addr, c.virtual_port),
-                        ipvs_netlink::ipvs::fmt_addr_port(&c.dest, c.dest_port)
+                        "{:<20} {:>6} {:>10} {:>10} {:>5}  {}\n",
+                        h.name,
+                        h.weight,
+                        h.activeconns,
+                        h.inactconns,
+                        h.dests,
+                        vms.join(",")
                     ));
                 }
                 s
             })
         }
-        Cmd::Host(hc) => {
-            let mut nl = Netlink::open()?;
-            let mut hm = HostMap::new(&mut nl)?;
-            match hc {
-                HostCmd::Set { name, weight, vms } => {
-                    if weight.is_some_and(|w| w > vmwlch::VMWLCH_MAX_WEIGHT) {
-                        return Err(usage(format!(
-                            "weight out of range 0..{}",
-                            vmwlch::VMWLCH_MAX_WEIGHT
-                        )));
-                    }
-                    hm.set_host(&name, weight, &vms).map_err(kerr("set host"))
-                }
-                HostCmd::Unmap { addrs } => hm.del_members(&addrs).map_err(kerr("unmap")),
-                HostCmd::Del { name } => hm.del_host(&name).map_err(kerr("delete host")),
-                HostCmd::Flush => hm.flush().map_err(kerr("flush hosts")),
-                HostCmd::List(o) => {
-                    let mut hosts = hm.hosts()?;
-                    hosts.sort_by(|a, b| a.name.cmp(&b.name));
-                    print_out(o.output, &hosts, || {
-                        let mut s = format!(
-                            "{:<20} {:>6} {:>10} {:>10} {:>5}  {}\n",
-                            "HOST", "WEIGHT", "ACTIVE", "INACTIVE", "DESTS", "VMS"
-                        );
-                        for h in &hosts {
-                            let vms: Vec<String> =
-                                h.members.iter().map(|a| a.to_string()).collect();
-                            s.push_str(&format!(
-                                "{:<20} {:>6} {:>10} {:>10} {:>5}  {}\n",
-                                h.name,
-                                h.weight,
-                                h.activeconns,
-                                h.inactconns,
-                                h.dests,
-                                vms.join(",")
-                            ));
-                        }
-                        s
-                    })
-                }
-                HostCmd::Info(o) => {
-                    let i = hm.info()?;
-                    print_out(o.output, &i, || {
-                        format!(
-                            "version {}\nhosts {}/{}\nmembers {}/{}\nservices {}\ndests {}\ndecisions {}\nno_dest {}\ngeneration {}\n",
-                            i.version, i.hosts, i.max_hosts, i.members, i.max_members, i.services, i.dests, i.decisions, i.no_dest, i.generation
-                        )
-                    })
-                }
-            }
-        }
-        Cmd::Plan(a) => {
-            let d = load(&a.file, a.drain)?;
-            let mut c = Client::open()?;
-            let cur = cluster::read_current(&mut c, d.hosts.is_some())?;
-            print!("{}", cluster::plan(&d, &cur));
-            Ok(())
-        }
-        Cmd::Apply(a) => {
-            let d = load(&a.file, a.drain)?;
-            let mut c = Client::open()?;
-            let cur = cluster::read_current(&mut c, d.hosts.is_some())?;
-            let p = cluster::plan(&d, &cur);
-            if a.dry_run || p.is_empty() {
-                print!("{p}");
-                return Ok(());
-            }
-            let report = cluster::apply(&mut c, &p)?;
-            print!("{report}");
-            for n in &p.notes {
-                println!("# {n}");
-            }
-            if report.ok() {
-                Ok(())
-            } else {
-                Err(Fail(
-                    3,
-                    format!(
-                        "apply failed part-way: {} of {} steps applied",
-                        report.done(),
-                        report.steps.len()
-                    ),
-                ))
-            }
-        }
-        Cmd::Save(a) => {
-            let mut c = Client::open()?;
-            let entries = c.services_with_dests()?;
-            match a.output.as_str() {
-                "ipvsadm" => {
-                    print!(
-                        "{}",
-                        format::list_all(
-                            &Default::default(),
-                            &entries,
-                            format::FMT_NUMERIC | format::FMT_RULE,
-                            &crate::names::Numeric
-                        )
-                    );
-                    Ok(())
-                }
-                "yaml" | "json" => {
-                    let hosts = match HostMap::new(c.netlink()) {
-                        Ok(mut hm) => Some(hm.hosts()?),
-                        Err(Error::FamilyNotFound(_)) => None,
-                        Err(e) => return Err(e.into()),
-                    };
-                    let cfg = cluster::from_state(Some(&entries), hosts.as_deref());
-                    print_out(
-                        if a.output == "json" {
-                            OutFmt::Json
-                        } else {
-                            OutFmt::Yaml
-                        },
-                        &cfg,
-                        String::new,
-                    )
-                }
-                o => Err(usage(format!(
-                    "unknown save format `{o}' (yaml, json, ipvsadm)"
-                ))),
-            }
-        }
-        Cmd::Timeout(a) => {
-            let mut c = Client::open()?;
-            if let Some(v) = a.set {
-                c.set_timeouts(&Timeouts {
-                    tcp: v[0],
-                    tcp_fin: v[1],
-                    udp: v[2],
-                })
-                .map_err(kerr("set timeouts"))
-            } else {
-                let t = c.timeouts()?;
-                print_out(a.out.output, &t, || format::timeouts(&t))
-            }
-        }
-        Cmd::Daemon(dc) => {
-            let mut c = Client::open()?;
-            let state = |s: &str| match s {
-                "master" => Ok(DaemonState::Master),
-                "backup" => Ok(DaemonState::Backup),
-                o => Err(usage(format!("daemon state `{o}': master or backup"))),
-            };
-            match dc {
-                DaemonCmd::List(o) => {
-                    let d = c.daemons()?;
-                    print_out(o.output, &d, || format::daemons(&d))
-                }
-                DaemonCmd::Start {
-                    state: s,
-                    mcast_interface,
-                    syncid,
-                    sync_maxlen,
-                    mcast_group,
-                    mcast_port,
-                    mcast_ttl,
-                } => {
-                    let d = SyncDaemon {
-                        state: state(&s)?,
-                        mcast_ifn: mcast_interface,
-                        sync_id: syncid,
-                        sync_maxlen,
-                        mcast_group,
-                        mcast_port,
-                        mcast_ttl,
-                    };
-                    c.start_daemon(&d).map_err(kerr("start daemon"))
-                }
-                DaemonCmd::Stop { state: s } => {
-                    c.stop_daemon(state(&s)?).map_err(kerr("stop daemon"))
-                }
-            }
-        }
-        Cmd::Zero(a) => {
-            let mut c = Client::open()?;
-            let key = match (a.kind, a.target) {
-                (Some(k), Some(t)) => Some(svc_key(&k, &t, a.ipv6)?),
-                (None, None) => None,
-                _ => return Err(usage("zero: give KIND and TARGET, or nothing")),
-            };
-            c.zero(key.as_ref()).map_err(kerr("zero"))
-        }
-        Cmd::Flush => Client::open()?.flush().map_err(kerr("flush")),
-        Cmd::Info(o) => {
-            let i = Client::open()?.info()?;
-            #[derive(Serialize)]
-            struct V {
-                version: String,
-                conn_tab_size: u32,
-            }
-            let v = V {
-                version: i.version_string(),
-                conn_tab_size: i.conn_tab_size,
-            };
-            print_out(o.output, &v, || {
+        HostCmd::Info(o) => {
+            let i = hm.info()?;
+            print_out(o.output, &i, || {
                 format!(
-                    "IPVS {} (connection table size {})\n",
-                    v.version, v.conn_tab_size
+                    "version {}\nhosts {}/{}\nmembers {}/{}\nservices {}\ndests {}\ndecisions {}\nno_dest {}\ngeneration {}\n",
+                    i.version, i.hosts, i.max_hosts, i.members, i.max_members, i.services, i.dests, i.decisions, i.no_dest, i.generation
                 )
             })
         }
     }
+}
+
+fn plan(a: PlanArgs) -> Result<(), Fail> {
+    let d = load(&a.file, a.drain)?;
+    let mut c = Client::open()?;
+    let cur = cluster::read_current(&mut c, d.hosts.is_some())?;
+    print!("{}", cluster::plan(&d, &cur));
+    Ok(())
+}
+
+fn apply(a: ApplyArgs) -> Result<(), Fail> {
+    let d = load(&a.file, a.drain)?;
+    let mut c = Client::open()?;
+    let cur = cluster::read_current(&mut c, d.hosts.is_some())?;
+    let p = cluster::plan(&d, &cur);
+    if a.dry_run || p.is_empty() {
+        print!("{p}");
+        return Ok(());
+    }
+    let report = cluster::apply(&mut c, &p)?;
+    print!("{report}");
+    for n in &p.notes {
+        println!("# {n}");
+    }
+    if report.ok() {
+        Ok(())
+    } else {
+        Err(Fail(
+            3,
+            format!(
+                "apply failed part-way: {} of {} steps applied",
+                report.done(),
+                report.steps.len()
+            ),
+        ))
+    }
+}
+
+fn save(a: SaveArgs) -> Result<(), Fail> {
+    let mut c = Client::open()?;
+    let entries = c.services_with_dests()?;
+    match a.output.as_str() {
+        "ipvsadm" => {
+            print!(
+                "{}",
+                format::list_all(
+                    &Default::default(),
+                    &entries,
+                    format::FMT_NUMERIC | format::FMT_RULE,
+                    &crate::names::Numeric
+                )
+            );
+            Ok(())
+        }
+        "yaml" | "json" => {
+            let hosts = match HostMap::new(c.netlink()) {
+                Ok(mut hm) => Some(hm.hosts()?),
+                Err(Error::FamilyNotFound(_)) => None,
+                Err(e) => return Err(e.into()),
+            };
+            let cfg = cluster::from_state(Some(&entries), hosts.as_deref());
+            print_out(
+                if a.output == "json" {
+                    OutFmt::Json
+                } else {
+                    OutFmt::Yaml
+                },
+                &cfg,
+                String::new,
+            )
+        }
+        o => Err(usage(format!(
+            "unknown save format `{o}' (yaml, json, ipvsadm)"
+        ))),
+    }
+}
+
+fn timeout(a: TimeoutArgs) -> Result<(), Fail> {
+    let mut c = Client::open()?;
+    if let Some(v) = a.set {
+        c.set_timeouts(&Timeouts {
+            tcp: v[0],
+            tcp_fin: v[1],
+            udp: v[2],
+        })
+        .map_err(kerr("set timeouts"))
+    } else {
+        let t = c.timeouts()?;
+        print_out(a.out.output, &t, || format::timeouts(&t))
+    }
+}
+
+fn daemon(dc: DaemonCmd) -> Result<(), Fail> {
+    let mut c = Client::open()?;
+    let state = |s: &str| match s {
+        "master" => Ok(DaemonState::Master),
+        "backup" => Ok(DaemonState::Backup),
+        o => Err(usage(format!("daemon state `{o}': master or backup"))),
+    };
+    match dc {
+        DaemonCmd::List(o) => {
+            let d = c.daemons()?;
+            print_out(o.output, &d, || format::daemons(&d))
+        }
+        DaemonCmd::Start {
+            state: s,
+            mcast_interface,
+            syncid,
+            sync_maxlen,
+            mcast_group,
+            mcast_port,
+            mcast_ttl,
+        } => {
+            let d = SyncDaemon {
+                state: state(&s)?,
+                mcast_ifn: mcast_interface,
+                sync_id: syncid,
+                sync_maxlen,
+                mcast_group,
+                mcast_port,
+                mcast_ttl,
+            };
+            c.start_daemon(&d).map_err(kerr("start daemon"))
+        }
+        DaemonCmd::Stop { state: s } => c.stop_daemon(state(&s)?).map_err(kerr("stop daemon")),
+    }
+}
+
+fn zero(a: OptSvcArgs) -> Result<(), Fail> {
+    let mut c = Client::open()?;
+    let key = match (a.kind, a.target) {
+        (Some(k), Some(t)) => Some(svc_key(&k, &t, a.ipv6)?),
+        (None, None) => None,
+        _ => return Err(usage("zero: give KIND and TARGET, or nothing")),
+    };
+    c.zero(key.as_ref()).map_err(kerr("zero"))
+}
+
+fn info(o: OutArgs) -> Result<(), Fail> {
+    let i = Client::open()?.info()?;
+    #[derive(Serialize)]
+    struct V {
+        version: String,
+        conn_tab_size: u32,
+    }
+    let v = V {
+        version: i.version_string(),
+        conn_tab_size: i.conn_tab_size,
+    };
+    print_out(o.output, &v, || {
+        format!(
+            "IPVS {} (connection table size {})\n",
+            v.version, v.conn_tab_size
+        )
+    })
 }
 
 pub(super) fn kerr(what: &'static str) -> impl Fn(Error) -> Fail {
