@@ -359,48 +359,7 @@ pub fn process_options(argv: &[String], reading_stdin: bool) -> Result<Action, E
         }
     }
 
-    // generic_opt_check
-    let ci = cmd - 1;
-    let mut count = 0;
-    let mut lastj = 0;
-    for (j, optname) in OPTNAMES.iter().enumerate() {
-        let l = legality(cmd, j);
-        if options & bit(j) == 0 {
-            if l == b'+' {
-                return Err(fail(
-                    2,
-                    format!(
-                        "You need to supply the '{}' option for the '{}' command",
-                        optname, CMDNAMES[ci]
-                    ),
-                ));
-            }
-        } else {
-            if l == b'x' {
-                return Err(fail(
-                    2,
-                    format!(
-                        "Illegal '{}' option with the '{}' command",
-                        optname, CMDNAMES[ci]
-                    ),
-                ));
-            }
-            if l == b'1' {
-                count += 1;
-                if count == 1 {
-                    lastj = j;
-                    continue;
-                }
-                return Err(fail(
-                    2,
-                    format!(
-                        "The option '{}' conflicts with the '{}' option in the '{}' command",
-                        optname, OPTNAMES[lastj], CMDNAMES[ci]
-                    ),
-                ));
-            }
-        }
-    }
+    generic_opt_check(cmd, options)?;
 
     if cmd == CMD_ADD || cmd == CMD_EDIT {
         if svc.fwmark == 0 && svc.port == 0 && svc.flags & IP_VS_SVC_F_PERSISTENT == 0 {
@@ -557,6 +516,53 @@ pub fn process_options(argv: &[String], reading_stdin: bool) -> Result<Action, E
         ),
         _ => Err(tryhelp(program)),
     }
+}
+
+/// ipvsadm's `generic_opt_check`: each given option against the command's row of the
+/// legality table (required, illegal, at most one of a group).
+fn generic_opt_check(cmd: usize, options: u64) -> Result<(), Exit> {
+    let ci = cmd - 1;
+    let mut count = 0;
+    let mut lastj = 0;
+    for (j, optname) in OPTNAMES.iter().enumerate() {
+        let l = legality(cmd, j);
+        if options & bit(j) == 0 {
+            if l == b'+' {
+                return Err(fail(
+                    2,
+                    format!(
+                        "You need to supply the '{}' option for the '{}' command",
+                        optname, CMDNAMES[ci]
+                    ),
+                ));
+            }
+        } else {
+            if l == b'x' {
+                return Err(fail(
+                    2,
+                    format!(
+                        "Illegal '{}' option with the '{}' command",
+                        optname, CMDNAMES[ci]
+                    ),
+                ));
+            }
+            if l == b'1' {
+                count += 1;
+                if count == 1 {
+                    lastj = j;
+                    continue;
+                }
+                return Err(fail(
+                    2,
+                    format!(
+                        "The option '{}' conflicts with the '{}' option in the '{}' command",
+                        optname, OPTNAMES[lastj], CMDNAMES[ci]
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn truncate_bytes(s: &str, max: usize) -> String {
