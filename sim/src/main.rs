@@ -3,48 +3,137 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
 use vmwlch_sim::model::{Calibration, Placement, Scenario};
 use vmwlch_sim::report::{self, Plan};
 use vmwlch_sim::{simulate, Policy};
 
-const USAGE: &str = "\
-usage:
-  vmwlch-sim report [--quick] [--md PATH] [--csv PATH] [--threads N] [--seeds N]
-      Runs the study's scenarios (sensor only, web only, hybrid; sensor counts
-      150-450; three VM placements; sensitivity variants) for WLC, VMWLC and
-      VMWLC/H, prints the hybrid table and the headline, and writes the
-      markdown report and a CSV of every run when asked to.
-  vmwlch-sim run [--scenario sensor|web|hybrid] [--level N] [--placement even|skewed|packed]
-                 [--policy wlc|vmwlc|vmwlch|vmwlch-study|wlc-ipvs|all] [--seed N]
-                 [--linger S] [--vcpus N] [--phase-spread S] [--duration S]
-                 [--sensor-demand S] [--web-demand S] [--web-scv X] [--web-load F]
-      One scenario point; prints each run's summary.
-";
-
-fn value<T: std::str::FromStr>(args: &[String], i: &mut usize, name: &str) -> Result<T, String> {
-    *i += 1;
-    args.get(*i)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("{name} needs a valid value"))
+/// Discrete-event simulator of the VMC/H study's experiments (WLC, VMWLC,
+/// VMWLC/H) on top of the kernel module's own selection code. Deterministic:
+/// the same options and seeds give the same output.
+#[derive(Parser)]
+#[command(name = "vmwlch-sim", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
 }
 
-fn cmd_report(args: &[String]) -> Result<(), String> {
-    let mut plan = Plan::full();
-    let mut md: Option<String> = None;
-    let mut csv: Option<String> = None;
-    let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--quick" => plan = Plan::quick(),
-            "--md" => md = Some(value(args, &mut i, "--md")?),
-            "--csv" => csv = Some(value(args, &mut i, "--csv")?),
-            "--threads" => threads = value(args, &mut i, "--threads")?,
-            "--seeds" => plan.seeds = value(args, &mut i, "--seeds")?,
-            other => return Err(format!("unknown option {other}")),
-        }
-        i += 1;
+#[derive(Subcommand)]
+enum Cmd {
+    /// Runs the study's scenarios (sensor only, web only, hybrid; sensor counts
+    /// 150-450; three VM placements; sensitivity variants) for WLC, VMWLC and
+    /// VMWLC/H, prints the hybrid table and the headline, and writes the
+    /// markdown report and a CSV of every run when asked to.
+    Report(ReportArgs),
+    /// One scenario point; prints each run's summary.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// A small grid for a quick look (fewer seeds, sensor counts and variants).
+    #[arg(long)]
+    quick: bool,
+    /// Write the markdown report here (e.g. docs/simulation.md).
+    #[arg(long, value_name = "PATH")]
+    md: Option<String>,
+    /// Write one CSV row per run here.
+    #[arg(long, value_name = "PATH")]
+    csv: Option<String>,
+    /// Worker threads [default: the available parallelism].
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Seeds of the main grid [default: 5, or the quick grid's].
+    #[arg(long, value_name = "N")]
+    seeds: Option<u64>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Kind {
+    Sensor,
+    Web,
+    Hybrid,
+}
+
+fn parse_placement(s: &str) -> Result<Placement, String> {
+    Placement::parse(s).ok_or(format!("unknown placement {s} (even, skewed, packed)"))
+}
+
+/// `--policy`'s value: one policy, or `all` (the main three plus the kernel's
+/// own WLC). A newtype because clap reads a bare `Vec` as a repeated option.
+#[derive(Clone)]
+struct Policies(Vec<Policy>);
+
+fn parse_policies(s: &str) -> Result<Policies, String> {
+    if s == "all" {
+        let mut v = Policy::MAIN.to_vec();
+        v.push(Policy::WlcIpvs);
+        return Ok(Policies(v));
     }
+    Policy::parse(s).map(|p| Policies(vec![p])).ok_or(format!(
+        "unknown policy {s} (wlc, vmwlc, vmwlch, vmwlch-study, wlc-ipvs, all)"
+    ))
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Workload: sensor readings only, web connections only, or both.
+    #[arg(long, value_enum, default_value = "hybrid")]
+    scenario: Kind,
+    /// Sensor count (sensor, hybrid) or web load as a fraction of cluster
+    /// capacity (web) [default: 225 sensors, web 0.3].
+    #[arg(long, value_name = "N")]
+    level: Option<f64>,
+    /// VM placement on the hosts: even, skewed or packed.
+    #[arg(long, default_value = "even", value_parser = parse_placement)]
+    placement: Placement,
+    /// wlc, vmwlc, vmwlch, vmwlch-study, wlc-ipvs, or all
+    /// [default: WLC, VMWLC and VMWLC/H].
+    #[arg(long, value_name = "POLICY", value_parser = parse_policies)]
+    policy: Option<Policies>,
+    /// Seed of the run (the generator is seeded with 1000 + N).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    seed: u64,
+    /// Inactive linger (s).
+    #[arg(long, value_name = "S", default_value_t = Calibration::default().linger)]
+    linger: f64,
+    /// vCPUs per VM.
+    #[arg(long, value_name = "N", default_value_t = Calibration::default().vcpus)]
+    vcpus: u32,
+    /// Sensor phase spread (s).
+    #[arg(long, value_name = "S", default_value_t = Calibration::default().phase_spread)]
+    phase_spread: f64,
+    /// Measured seconds [default: the calibration's].
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+    /// Mean work per sensor reading (s of one slow core).
+    #[arg(long, value_name = "S", default_value_t = Calibration::default().sensor_demand)]
+    sensor_demand: f64,
+    /// Mean work per web connection (s).
+    #[arg(long, value_name = "S", default_value_t = Calibration::default().web_demand)]
+    web_demand: f64,
+    /// Squared coefficient of variation of the web work.
+    #[arg(long, value_name = "X", default_value_t = Calibration::default().web_scv)]
+    web_scv: f64,
+    /// Web load in the hybrid scenario (fraction of cluster capacity).
+    #[arg(long, value_name = "F", default_value_t = Calibration::default().hybrid_web_load)]
+    web_load: f64,
+}
+
+fn cmd_report(args: ReportArgs) -> Result<(), String> {
+    let mut plan = if args.quick {
+        Plan::quick()
+    } else {
+        Plan::full()
+    };
+    if let Some(n) = args.seeds {
+        plan.seeds = n;
+    }
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let (md, csv) = (args.md, args.csv);
     let t0 = Instant::now();
     let specs = report::specs(&plan);
     eprintln!("vmwlch-sim: {} runs on {threads} threads ...", specs.len());
@@ -76,51 +165,23 @@ fn cmd_report(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn cmd_run(args: &[String]) -> Result<(), String> {
-    let mut cal = Calibration::default();
-    let mut kind = "hybrid".to_string();
-    let mut level: Option<f64> = None;
-    let mut placement = Placement::Even;
-    let mut policies: Vec<Policy> = Policy::MAIN.to_vec();
-    let mut seed = 1u64;
-    let mut duration: Option<f64> = None;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--scenario" => kind = value(args, &mut i, "--scenario")?,
-            "--level" => level = Some(value(args, &mut i, "--level")?),
-            "--placement" => {
-                let s: String = value(args, &mut i, "--placement")?;
-                placement = Placement::parse(&s).ok_or(format!("unknown placement {s}"))?;
-            }
-            "--policy" => {
-                let s: String = value(args, &mut i, "--policy")?;
-                policies = if s == "all" {
-                    let mut v = Policy::MAIN.to_vec();
-                    v.push(Policy::WlcIpvs);
-                    v
-                } else {
-                    vec![Policy::parse(&s).ok_or(format!("unknown policy {s}"))?]
-                };
-            }
-            "--seed" => seed = value(args, &mut i, "--seed")?,
-            "--linger" => cal.linger = value(args, &mut i, "--linger")?,
-            "--vcpus" => cal.vcpus = value(args, &mut i, "--vcpus")?,
-            "--phase-spread" => cal.phase_spread = value(args, &mut i, "--phase-spread")?,
-            "--sensor-demand" => cal.sensor_demand = value(args, &mut i, "--sensor-demand")?,
-            "--web-demand" => cal.web_demand = value(args, &mut i, "--web-demand")?,
-            "--web-scv" => cal.web_scv = value(args, &mut i, "--web-scv")?,
-            "--web-load" => cal.hybrid_web_load = value(args, &mut i, "--web-load")?,
-            "--duration" => duration = Some(value(args, &mut i, "--duration")?),
-            other => return Err(format!("unknown option {other}")),
-        }
-        i += 1;
-    }
-    let scenario = match kind.as_str() {
-        "sensor" => Scenario::Sensor(level.unwrap_or(225.0) as u32),
-        "web" => Scenario::Web(level.unwrap_or(0.3)),
-        "hybrid" => Scenario::Hybrid(level.unwrap_or(225.0) as u32),
-        other => return Err(format!("unknown scenario {other}")),
+fn cmd_run(args: RunArgs) -> Result<(), String> {
+    let cal = Calibration {
+        sensor_demand: args.sensor_demand,
+        web_demand: args.web_demand,
+        web_scv: args.web_scv,
+        hybrid_web_load: args.web_load,
+        vcpus: args.vcpus,
+        linger: args.linger,
+        phase_spread: args.phase_spread,
+    };
+    let (placement, seed, duration) = (args.placement, args.seed, args.duration);
+    let policies = args.policy.map_or_else(|| Policy::MAIN.to_vec(), |p| p.0);
+    let level = args.level;
+    let scenario = match args.scenario {
+        Kind::Sensor => Scenario::Sensor(level.unwrap_or(225.0) as u32),
+        Kind::Web => Scenario::Web(level.unwrap_or(0.3)),
+        Kind::Hybrid => Scenario::Hybrid(level.unwrap_or(225.0) as u32),
     };
     println!(
         "{} {} on {} placement, seed {seed}",
@@ -170,19 +231,9 @@ fn cmd_run(args: &[String]) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (cmd, rest) = match args.split_first() {
-        Some((c, r)) => (c.as_str(), r),
-        None => ("help", &args[..]),
-    };
-    let r = match cmd {
-        "report" => cmd_report(rest),
-        "run" => cmd_run(rest),
-        "help" | "--help" | "-h" => {
-            print!("{USAGE}");
-            Ok(())
-        }
-        other => Err(format!("unknown command {other}\n{USAGE}")),
+    let r = match Cli::parse().cmd {
+        Cmd::Report(a) => cmd_report(a),
+        Cmd::Run(a) => cmd_run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
