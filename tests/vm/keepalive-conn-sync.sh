@@ -106,13 +106,13 @@ done
 # ka_has_addr I DEV ADDR: front end I holds ADDR on DEV.
 ka_has_addr() { [[ "$(ip -n "$(ka_node "$1")" -4 addr show dev "$2")" == *"inet $3/"* ]]; }
 owns_both() { ka_has_addr "$1" eth0 "$KA_VIP" && ka_has_addr "$1" eth1 "$GW"; }
-wait_until 10 owns_both 1 || fail "front end 1 never became master of both instances"
+wait_until 30 owns_both 1 || fail "front end 1 never became master of both instances"
 ka_has_vip 2 && fail "both front ends hold the VIP"
 # /proc/PID/net shows the namespace of keepalive PID: no `ip netns exec` needed.
 pnet() { cat "/proc/${KA_PID[$1]}/net/$2"; }
 masq_dests() { [ "$(pnet "$1" ip_vs | grep -c -- '->.*Masq')" -ge 2 ]; }
 for i in 1 2; do
-    wait_until 10 masq_dests $i || fail "front end $i: services not applied: $(pnet $i ip_vs)"
+    wait_until 30 masq_dests $i || fail "front end $i: services not applied: $(pnet $i ip_vs)"
 done
 daemons() { ip netns exec "$(ka_node "$1")" "$BIN/ipvsctl" -L --daemon; }
 d1=$(daemons 1); d2=$(daemons 2)
@@ -128,7 +128,7 @@ T="$KA_DIR/traffic"
 mkdir -p "$T"
 python3 "$REPO/tests/keepalive/conn_sync_traffic.py" --client "$KA_CLIENT" \
     --server "${RS_NS[0]}:10.1.0.11:80" --server "${RS_NS[1]}:10.1.0.12:80" \
-    --vip "$KA_VIP" --port 80 --conns "$NCONN" --interval 0.05 --deadline 150 --dir "$T" \
+    --vip "$KA_VIP" --port 80 --conns "$NCONN" --interval 0.05 --deadline 240 --dir "$T" \
     > "$T/out" 2> "$T/err" &
 traffic=$!
 on_exit "kill $traffic 2>/dev/null || true"
@@ -143,7 +143,7 @@ synced() {
     n=$(pnet 2 ip_vs_conn | grep -c "^TCP  *$CLIENT_HEX .* $VIP_HEX 0050 .* ESTABLISHED") || true
     [ "$n" -ge "$NCONN" ]
 }
-wait_until 15 synced || fail "backup has not all $NCONN connections synced: $(pnet 2 ip_vs_conn)"
+wait_until 45 synced || fail "backup has not all $NCONN connections synced: $(pnet 2 ip_vs_conn)"
 log "backup's synced entries (before the failure):"
 ip netns exec "$(ka_node 2)" "$BIN/ipvsctl" -Lnc >&2
 
@@ -153,7 +153,8 @@ ip netns exec "$(ka_node 2)" "$BIN/ipvsctl" -Lnc >&2
 # old master's last advert to the new master's first, on each LAN.
 ip netns exec "$KA_BR" tcpdump -i any -n -tt -l -Q in vrrp > "$T/vrrp" 2> "$T/tcpdump.err" &
 on_exit "kill $! 2>/dev/null || true"
-wait_until 10 grep -q "listening on" "$T/tcpdump.err" || fail "tcpdump did not start: $(cat "$T/tcpdump.err")"
+# tcpdump on "any" took over 10 s to start in CI (emulated VM under load).
+wait_until 60 grep -q "listening on" "$T/tcpdump.err" || fail "tcpdump did not start: $(cat "$T/tcpdump.err")"
 sleep 0.5
 
 # The master dies: both links cut in one command, then keepalive SIGKILLed
@@ -163,7 +164,7 @@ printf 'link set %s down\nlink set %s down\n' "${KA_TAG}v1" "${KA_TAG}b1" | ip -
 T1=$(ka_now_ms)
 ka_kill 1 KILL
 echo "$T0 $T1" > "$T/killed"
-wait_until 10 owns_both 2 || fail "front end 2 did not take both addresses over"
+wait_until 30 owns_both 2 || fail "front end 2 did not take both addresses over"
 # settled: every connection recovered, or one failed
 settled() { local s; s=$(< "$T/status"); [[ "$s" == *"recovered=$NCONN"* || "$s" != *"failed=0 "* ]]; }
 wait_until 20 settled || true
