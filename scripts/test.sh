@@ -87,9 +87,12 @@ for t in tests/netns/*.sh; do
 done
 
 group VM "VM tests (test kernel under qemu)"
+# A test's "# vm-env: VAR=VALUE ..." line sets vm.sh's environment for it
+# (e.g. VM_CPU_QUOTA=50: the demo smoke runs on a VM slowed down on purpose).
 for t in tests/vm/*.sh; do
     { [ -e "$t" ] && match "$t"; } || continue
-    step "$t" scripts/vm.sh -- "$REPO/$t"
+    read -ra vm_env <<< "$(sed -n 's/^# vm-env: //p' "$t" | head -1)"
+    step "$t" env ${vm_env[@]+"${vm_env[@]}"} scripts/vm.sh -- "$REPO/$t"
 done
 
 group end

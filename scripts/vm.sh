@@ -13,7 +13,9 @@
 # Environment: VM_KVM=auto|0|1 (default auto: use KVM only where it was seen to
 # boot this kernel), VM_MEM (default 2G), VM_CPUS (default 2), VM_TIMEOUT seconds
 # (default 1200), VM_ALLOW_KERNEL_LOG=1 to skip the log check, VM_OUTDIR=DIR a
-# host directory the guest can write (mounted at the same path).
+# host directory the guest can write (mounted at the same path), VM_CPU_QUOTA=P
+# the VM gets only P % of its vCPUs' time (a cgroup CPU quota: a machine slowed
+# down on purpose, e.g. 50).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -28,7 +30,36 @@ touch "$KB/.last-used" 2>/dev/null || true   # keeps setup.sh from pruning it
 command -v qemu-system-x86_64 >/dev/null || die "qemu missing: run scripts/setup.sh first"
 
 WORK="$(mktemp -d /tmp/vmwlch-vm.XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
+CPU_CG=""
+trap 'rm -rf "$WORK"; cpu_quota_leave' EXIT
+
+# VM_CPU_QUOTA=P: this script (and so qemu) moves into a cgroup of its own
+# whose CPU quota is P % of VM_CPUS CPUs (cgroup v2 cpu.max, else v1 CFS).
+cpu_quota_enter() {
+    local pct=$1 cpus=${VM_CPUS:-2} quota
+    [[ "$pct" =~ ^[0-9]+$ ]] && [ "$pct" -ge 1 ] && [ "$pct" -le 100 ] ||
+        die "VM_CPU_QUOTA must be a percentage from 1 to 100, not '$pct'"
+    quota=$((100000 * cpus * pct / 100))
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        CPU_CG=/sys/fs/cgroup/vmwlch-vm.$$
+        mkdir "$CPU_CG" && echo "$quota 100000" > "$CPU_CG/cpu.max" ||
+            die "VM_CPU_QUOTA: cannot set cpu.max in $CPU_CG (is the cpu controller enabled in /sys/fs/cgroup/cgroup.subtree_control?)"
+    elif [ -d /sys/fs/cgroup/cpu ]; then
+        CPU_CG=/sys/fs/cgroup/cpu/vmwlch-vm.$$
+        mkdir "$CPU_CG" && echo 100000 > "$CPU_CG/cpu.cfs_period_us" && echo "$quota" > "$CPU_CG/cpu.cfs_quota_us" ||
+            die "VM_CPU_QUOTA: cannot set the CFS quota in $CPU_CG"
+    else
+        die "VM_CPU_QUOTA: no cgroup CPU controller under /sys/fs/cgroup"
+    fi
+    echo $$ > "$CPU_CG/cgroup.procs" || die "VM_CPU_QUOTA: cannot move into $CPU_CG"
+    log "the VM gets $pct % of $cpus CPUs (cgroup $CPU_CG)"
+}
+cpu_quota_leave() {
+    [ -n "$CPU_CG" ] || return 0
+    echo $$ > "$(dirname "$CPU_CG")/cgroup.procs" 2>/dev/null
+    rmdir "$CPU_CG" 2>/dev/null || true
+}
+[ -z "${VM_CPU_QUOTA:-}" ] || cpu_quota_enter "$VM_CPU_QUOTA"
 LOGDIR="${VMWLCH_LOGDIR:-$REPO/target/vm-logs}"
 mkdir -p "$LOGDIR"
 

@@ -7,8 +7,10 @@
 //! physical host is a processor-sharing server (vmwlch_lab::ps): a request's
 //! work (jittered 0.5..1.5x) is served at capacity/n; the process sleeps the
 //! computed delays, it burns no CPU. Prints {"ready": N}, then every second
-//! {"t", "busy", "area", "n", "done"} per host. Ends on SIGTERM/SIGINT or
-//! when stdin closes.
+//! {"t", "busy", "area", "n", "done"} per host and the "work" in force. A line
+//! {"work": {"sensor_work": S, "web_work": W}} on stdin sets the work per
+//! request from then on (the lab calibrates before it measures). Ends on
+//! SIGTERM/SIGINT or when stdin closes.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 use nix::sched::{setns, CloneFlags};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{oneshot, Notify};
 use vmwlch_lab::{proto, ps::Ps, rng::Rng, wall};
@@ -61,6 +63,20 @@ struct Shared {
     next_id: Cell<u64>,
     rng: RefCell<Rng>,
     cfg: Config,
+    /// (sensor, web) work per request in seconds of a normal CPU.
+    work: Cell<(f64, f64)>,
+}
+
+/// A command on stdin.
+#[derive(Deserialize)]
+struct Command {
+    work: Option<Work>,
+}
+
+#[derive(Deserialize)]
+struct Work {
+    sensor_work: f64,
+    web_work: f64,
 }
 
 impl Shared {
@@ -134,7 +150,7 @@ async fn sensor_conn(sh: Rc<Shared>, host: Rc<Host>, s: TcpStream) {
             return;
         };
         let reply = [b"OK ", seq, b"\n"].concat();
-        work(&sh, &host, sh.cfg.sensor_work).await;
+        work(&sh, &host, sh.work.get().0).await;
         if w.write_all(&reply).await.is_err() {
             return;
         }
@@ -161,7 +177,7 @@ async fn web_conn(sh: Rc<Shared>, host: Rc<Host>, vm: Rc<str>, s: TcpStream) {
         };
         let ping = req.path == b"/ping";
         if !ping {
-            work(&sh, &host, sh.cfg.web_work).await;
+            work(&sh, &host, sh.work.get().1).await;
         }
         let body: &[u8] = if ping { b"pong\n" } else { &page };
         if w.write_all(&proto::response(&vm, body, req.close))
@@ -201,7 +217,9 @@ fn stats(sh: &Shared, hosts: &BTreeMap<String, Rc<Host>>) -> serde_json::Value {
         n[name] = json!(ps.len());
         done[name] = json!(ps.done);
     }
-    json!({"t": wall(), "busy": busy, "area": area, "n": n, "done": done})
+    let (sensor_work, web_work) = sh.work.get();
+    json!({"t": wall(), "busy": busy, "area": area, "n": n, "done": done,
+           "work": {"sensor_work": sensor_work, "web_work": web_work}})
 }
 
 async fn serve(sh: Rc<Shared>) -> Result<(), String> {
@@ -250,16 +268,28 @@ async fn serve(sh: Rc<Shared>) -> Result<(), String> {
     println!("{}", json!({"ready": sh.cfg.vms.len()}));
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
-    let mut stdin = tokio::io::stdin();
-    let mut buf = [0u8; 4096];
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
             _ = tick.tick() => println!("{}", stats(&sh, &hosts)),
             _ = term.recv() => return Ok(()),
             _ = tokio::signal::ctrl_c() => return Ok(()),
-            r = stdin.read(&mut buf) => if matches!(r, Ok(0) | Err(_)) { return Ok(()) },
+            r = stdin.next_line() => match r {
+                Ok(Some(line)) => command(&sh, &line),
+                Ok(None) | Err(_) => return Ok(()),
+            },
         }
+    }
+}
+
+/// Applies one stdin command; a bad one is reported and ignored.
+fn command(sh: &Shared, line: &str) {
+    match serde_json::from_str::<Command>(line) {
+        Ok(Command { work: Some(w) }) if w.sensor_work >= 0.0 && w.web_work >= 0.0 => {
+            sh.work.set((w.sensor_work, w.web_work))
+        }
+        _ => eprintln!("lab-serve: bad command {line:?}"),
     }
 }
 
@@ -282,6 +312,7 @@ fn main() {
         t0: Instant::now(),
         next_id: Cell::new(0),
         rng: RefCell::new(Rng::new(1)),
+        work: Cell::new((cfg.sensor_work, cfg.web_work)),
         cfg,
     });
     // one thread: setns applies to the calling thread, and the model needs no locks

@@ -1,0 +1,112 @@
+"""The front ends: keepalive's configuration, its log, and what the lab reads
+from their namespaces through /proc (no exec on the sampling path)."""
+import datetime
+import re
+from .base import GW, HOSTS, SENSOR_PORT, VIP, VMS, WEB_PORT
+
+# ---------------------------------------------------------------- front ends
+
+def ka_config(i, sched):
+    prio = 200 if i == 1 else 100
+    # real-time event loop: the lab keeps the VM busy, and adverts must not wait
+    y = ["global:", "  metrics_listen: 127.0.0.1:9650", "  realtime_priority: 50", "vrrp:"]
+    y += ["  - name: VI_1", "    interface: eth0", "    vrid: 51", f"    priority: {prio}",
+          "    advert_interval_ms: 100", f"    virtual_ips: [{VIP}/24]",
+          "    ipvs_sync: { interface: eth1, syncid: 51 }"]
+    y += ["  - name: VI_2", "    interface: eth1", "    vrid: 52", f"    priority: {prio}",
+          "    advert_interval_ms: 100", f"    virtual_ips: [{GW}/16]"]
+    y += ["services:"]
+    for svc, port in (("sensor", SENSOR_PORT), ("web", WEB_PORT)):
+        y += [f"  # {svc}", "  - protocol: tcp", f"    address: {VIP}", f"    port: {port}",
+              f"    scheduler: {sched}", "    dests:"]
+        y += [f"      - {{ address: {v['addr']}, forward: masq }}" for v in VMS if v["service"] == svc]
+    y += ["hosts:"]
+    for h, _, w in HOSTS:
+        y += [f"  - name: {h}", f"    weight: {w}",
+              f"    vms: [{', '.join(v['addr'] for v in VMS if v['host'] == h)}]"]
+    return "\n".join(y) + "\n"
+
+
+def fib_has(pid, addr):
+    """Namespace of PID has ADDR as a local address (from /proc, no exec)."""
+    try:
+        lines = open(f"/proc/{pid}/net/fib_trie").read().splitlines()
+    except OSError:
+        return False
+    for a, b in zip(lines, lines[1:]):
+        if a.strip().endswith(f"-- {addr}") and "host LOCAL" in b:
+            return True
+    return False
+
+
+def ipvs_read(pid):
+    """({port: scheduler}, {(port, dest_addr): (active, inactive)}) from /proc/PID/net/ip_vs."""
+    scheds, dests, port = {}, {}, None
+    with open(f"/proc/{pid}/net/ip_vs") as f:
+        for line in f.read().splitlines()[3:]:
+            p = line.split()
+            if not p:
+                continue
+            if p[0] in ("TCP", "UDP", "SCTP"):
+                port = int(p[1].split(":")[1], 16)
+                scheds[port] = p[2]
+            elif p[0] == "->" and port is not None:
+                a, _ = p[1].split(":")
+                ip = ".".join(str(int(a[i:i + 2], 16)) for i in (0, 2, 4, 6))
+                dests[(port, ip)] = (int(p[4]), int(p[5]))
+    return scheds, dests
+
+
+def client_ports(pid, port):
+    """Client ports of the connections to VIP:port in PID's IPVS connection table."""
+    want = "%08X" % int.from_bytes(bytes(map(int, "192.0.2.200".split("."))), "big")
+    ports = set()
+    try:
+        with open(f"/proc/{pid}/net/ip_vs_conn") as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 8 and p[1] == want and int(p[4], 16) == port:
+                    ports.add(int(p[2], 16))
+    except (OSError, ValueError):
+        pass
+    return ports
+
+
+def synced_established(pid, port):
+    """ESTABLISHED entries from the client to VIP:port in PID's connection table."""
+    want = "%08X" % int.from_bytes(bytes(map(int, "192.0.2.200".split("."))), "big")
+    vip = "%08X" % int.from_bytes(bytes(map(int, VIP.split("."))), "big")
+    n = 0
+    try:
+        with open(f"/proc/{pid}/net/ip_vs_conn") as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 8 and p[0] == "TCP" and p[1] == want and p[3] == vip \
+                        and int(p[4], 16) == port and p[7] == "ESTABLISHED":
+                    n += 1
+    except OSError:
+        pass
+    return n
+
+
+
+def ka_masters_since(path, t0):
+    """{instance: time} of keepalive's first transitions to MASTER at or after T0 in its log."""
+    res = {}
+    try:
+        text = open(path, errors="replace").read()
+    except OSError:
+        return res
+    for line in re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines():
+        if "VRRP transition" not in line or not re.search(r'to="?master', line, re.I):
+            continue
+        m = re.search(r"instance=(\S+)", line)
+        try:
+            t = datetime.datetime.fromisoformat(line.split()[0]).timestamp()
+        except (ValueError, IndexError):
+            continue
+        if m and t >= t0 and m.group(1) not in res:
+            res[m.group(1)] = t
+    return res
+
+
