@@ -52,7 +52,7 @@ step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -
 # -x follows `source` so a variable set by a sourced library counts as used.
 shopt -s globstar nullglob
 LINT_SH=(scripts/*.sh tests/**/*.sh lab/*.sh .ci/run)
-LINT_PY=(tests/py tests/keepalive lab/*.py lab/bench/*.py)
+LINT_PY=(tests/py tests/keepalive lab/*.py lab/labkit lab/bench/*.py)
 shopt -u globstar nullglob
 step "shellcheck -S warning" shellcheck -x -P SCRIPTDIR -S warning -f gcc "${LINT_SH[@]}"
 # Python: pyflakes reports real bugs only (undefined names, unused imports and variables).
