@@ -25,6 +25,17 @@ while time.time() < end:
 """
 
 
+# A process start takes seconds in a busy emulated VM (CI saw over 30 s).
+START_BOUND_S = 120
+
+
+async def bounded(aw, what):
+    try:
+        return await asyncio.wait_for(aw, START_BOUND_S)
+    except asyncio.TimeoutError:
+        raise LabError(f"waited {START_BOUND_S} s for {what}")
+
+
 class PacketTiming:
     """tcpdump and the SYN prober in the client namespace (see SYN_PROBER)."""
 
@@ -46,7 +57,7 @@ class PacketTiming:
         self.reader = asyncio.create_task(read())
         seen = []
         while True:
-            line = await asyncio.wait_for(cap.stderr.readline(), 30)
+            line = await bounded(cap.stderr.readline(), "tcpdump in the client namespace to start")
             seen.append(line.decode(errors="replace").strip())
             if not line:
                 raise LabError(f"tcpdump in the client namespace did not start: {' / '.join(seen)}")
@@ -56,7 +67,7 @@ class PacketTiming:
             "ip", "netns", "exec", NS_CL, sys.executable, "-c", SYN_PROBER, VIP, str(WEB_PORT),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.procs.append(syn)
-        if b"ready" not in await asyncio.wait_for(syn.stdout.readline(), 30):
+        if b"ready" not in await bounded(syn.stdout.readline(), "the SYN prober to start"):
             raise LabError("the SYN prober did not start")
 
     async def stop(self):

@@ -83,12 +83,15 @@ class ReportMixin:
                          f" the wire {ms('last_advert_ms')} (cutting its links took {fo['cut_ms']:.0f} ms);"
                          f" from that last advertisement to the first SYN-ACK from fe2:"
                          f" {ms('failover_from_last_advert_ms')}")
+            elif fo.get("error"):
+                L.append(f"Failover: not measured ({fo['error']})")
             else:
                 L.append("Failover: the VIP did not answer on fe2 within 15 s")
-            L.append(f"  established sensor connections kept: {fo['sensors_kept']}/{fo['sensors_at_kill']}"
-                     f" (fe2 held {fo['synced_on_backup']} synced entries before the kill); web sessions open"
-                     f" at the kill: {fo['web_kept']} kept, {fo['web_lost']} lost, the rest ended normally;"
-                     f" new connections after: {fo['probes_after_ok']}/{fo['probes_after']}")
+            if "sensors_kept" in fo:
+                    L.append(f"  established sensor connections kept: {fo['sensors_kept']}/{fo['sensors_at_kill']}"
+                         f" (fe2 held {fo['synced_on_backup']} synced entries before the kill); web sessions open"
+                         f" at the kill: {fo['web_kept']} kept, {fo['web_lost']} lost, the rest ended normally;"
+                         f" new connections after: {fo['probes_after_ok']}/{fo['probes_after']}")
         L.append("")
         L += self.words(summ)
         L.append("")
@@ -100,16 +103,22 @@ class ReportMixin:
     def calibration_lines(self, summ):
         c, p = summ.get("calibration"), summ["params"]
         if not c:
-            return ["Calibration: not measured (the lab stopped before its probe ended)"]
-        per = c.get("cpu_per_request_ms")
-        L = [f"Calibration: {c['opened']} of {c['sensors']} probe sensors connected in {c['open_s']:.1f} s; a request"
-             f" cost {fmtv(per, '.1f', 'no answered request in the probe')} ms of the VM's CPU"
-             + (f"; the full load needs {c['full_cpus']:.2f} CPUs of a {c['budget_cpus']:.1f} budget"
-                if per is not None else "")]
+            return ["Calibration: not measured (the lab stopped before its probe ended)", ""]
+        L = []
+        for k, what in (("small", "small probe"), ("full", "full-load probe")):
+            x = c.get(k)
+            if x is None:
+                continue
+            L.append(f"Calibration, {what} ({x['sensors']} sensors, {x['web_users']} web users): {x['opened']}"
+                     f" connected in {x['open_s']:.1f} s; {x['requests']} requests in {x['seconds']:.0f} s;"
+                     f" VM busy {100 * x['idle_busy']:.0f}% idle, {100 * x['busy']:.0f}% loaded; generator timer"
+                     f" lag {fmtv(x['gen_lag_ms'], '.1f', 'no timer report')} ms")
         if c.get("asked"):
-            L.append(f"  Scaled down to this VM: {p['sensors']} sensors and {p['web_users']} web users instead of"
-                     f" {c['asked']['sensors']} and {c['asked']['web_users']} (x{c['scale']:.2f});"
-                     " the work per request grew to keep the target load")
+            L.append(f"  Scaled down to this VM ({c['why']}): {p['sensors']} sensors and {p['web_users']} web users"
+                     f" instead of {c['asked']['sensors']} and {c['asked']['web_users']}; the work per request grew"
+                     " to keep the target load")
+        elif c.get("why"):
+            L.append(f"  The VM was short even for the small probe ({c['why']}): counts kept as asked")
         L.append("")
         return L
 
@@ -134,6 +143,9 @@ class ReportMixin:
                 why.append(f"under {n} a service had no answered request in the measured window")
         if len(summ["phases"]) < len(a.schedulers):
             why.append("not every scheduler was measured")
+        fo = summ.get("failover")
+        if fo and fo.get("error"):
+            why.append(f"the failover was not measured ({fo['error']})")
         return why
 
     def words(self, summ):
@@ -175,6 +187,8 @@ class ReportMixin:
                      f" the active front end died, and {fo['sensors_kept']} of {fo['sensors_at_kill']} established"
                      f" sensor connections {'all ' if allkept else ''}kept working through it"
                      " (the standby had them from the IPVS sync daemon).")
+        elif fo and fo.get("error"):
+            W.append(f"- Failover: not measured ({fo['error']}).")
         elif fo:
             W.append("- Failover: the standby did not take over within the bound; see the keepalive logs.")
         return W

@@ -216,8 +216,18 @@ kd_start() {
 }
 
 # kd_kill I: SIGKILL keepalived's parent and VRRP child (everything in the namespace).
+# Every process first stopped, then killed: keepalived's VRRP child gets
+# SIGTERM when its parent dies (PR_SET_PDEATHSIG) and, if it runs before its
+# own SIGKILL lands (a loaded machine), sends priority 0 - a hand-over, not
+# the death the caller wanted.
 kd_kill() {
-    ip netns pids "$(ka_node "$1")" | xargs -r kill -KILL 2>/dev/null || true
+    local pids
+    pids=$(ip netns pids "$(ka_node "$1")")
+    [ -n "$pids" ] || return 0
+    # shellcheck disable=SC2086 # one pid per word
+    kill -STOP $pids 2>/dev/null || true
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
 }
 
 # One cleanup, in order: stop daemons, show logs if the test failed, remove files.
