@@ -11,14 +11,18 @@
 //! * `-R` pipelines the kernel requests of consecutive lines (same results,
 //!   same messages, far fewer round trips).
 
+mod action_from;
 mod actions;
 mod args;
+mod checks;
 mod options;
 pub mod popt;
 mod process;
 mod run;
+mod scan;
 #[cfg(test)]
 mod tests;
+mod usage;
 
 use std::io::{BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -41,7 +45,11 @@ use actions::*;
 pub use actions::{ipvs_strerror, Action, Func, KOp, ListReq};
 pub use args::inet_aton;
 use args::*;
+use checks::{check, forward_method};
 use options::*;
-pub use options::{usage, Exit, OPTIONS};
+pub use options::{Cmd, Key, Num, Opt, OPTIONS};
 pub use process::process_options;
 pub use run::{main, run, Compat, ExitCode, Out, StdOut};
+use scan::LowArgs;
+use usage::*;
+pub use usage::{usage, Exit};

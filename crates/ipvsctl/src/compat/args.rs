@@ -254,3 +254,13 @@ pub(super) fn parse_sched_flags(sched: &str, arg: &str) -> Result<u32, Exit> {
     }
     Ok(flags)
 }
+
+/// `s` cut to at most `max` bytes (on a character boundary), as ipvsadm's
+/// fixed-size `strncpy` fields keep it.
+pub(super) fn truncate_bytes(s: &str, max: usize) -> String {
+    let mut n = s.len().min(max);
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    s[..n].to_string()
+}

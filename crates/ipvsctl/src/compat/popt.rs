@@ -3,6 +3,10 @@
 //! separate arguments, `--long=value`, optional arguments that are not
 //! taken when the next word starts with `-`, `--` ending the options, and
 //! non-option words collected as leftovers (popt permutes them).
+//!
+//! The scanner is generic over what an option stands for (`K`, popt's
+//! `val`): ipvsadm's table carries a typed [`super::Key`] per entry, the
+//! default `i32` is popt's own integer code.
 
 /// How an option takes an argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,7 +21,7 @@ pub enum ArgKind {
 
 /// An entry of the option table.
 #[derive(Debug, Clone, Copy)]
-pub struct OptDef {
+pub struct OptDef<K = i32> {
     /// Long name (without `--`).
     pub long: &'static str,
     /// Short name, if any.
@@ -25,7 +29,7 @@ pub struct OptDef {
     /// Argument kind.
     pub arg: ArgKind,
     /// Value returned for the option.
-    pub val: i32,
+    pub val: K,
 }
 
 /// popt errors (`poptStrerror` texts).
@@ -52,9 +56,9 @@ impl PoptError {
 
 /// One result of [`Popt::next_opt`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
+pub enum Next<K = i32> {
     /// An option with its value and argument.
-    Opt(i32, Option<String>),
+    Opt(K, Option<String>),
     /// No more options (`-1`).
     End,
     /// An error (`< -1`).
@@ -62,8 +66,8 @@ pub enum Next {
 }
 
 /// The scanning context (`poptContext`).
-pub struct Popt<'a> {
-    table: &'a [OptDef],
+pub struct Popt<'a, K = i32> {
+    table: &'a [OptDef<K>],
     argv: &'a [String],
     next: usize,
     /// (argv index, byte offset) of the rest of a short-option cluster.
@@ -73,9 +77,9 @@ pub struct Popt<'a> {
     next_leftover: usize,
 }
 
-impl<'a> Popt<'a> {
+impl<'a, K: Copy> Popt<'a, K> {
     /// Start scanning `argv` (argv[0] is the program name).
-    pub fn new(table: &'a [OptDef], argv: &'a [String]) -> Self {
+    pub fn new(table: &'a [OptDef<K>], argv: &'a [String]) -> Self {
         Popt {
             table,
             argv,
@@ -104,19 +108,19 @@ impl<'a> Popt<'a> {
         v
     }
 
-    fn find_long(&self, name: &str) -> Option<&'a OptDef> {
+    fn find_long(&self, name: &str) -> Option<&'a OptDef<K>> {
         self.table.iter().find(|o| o.long == name)
     }
 
-    fn find_short(&self, c: char) -> Option<&'a OptDef> {
+    fn find_short(&self, c: char) -> Option<&'a OptDef<K>> {
         self.table.iter().find(|o| o.short == Some(c))
     }
 
     /// `poptGetNextOpt`.
-    pub fn next_opt(&mut self) -> Next {
+    pub fn next_opt(&mut self) -> Next<K> {
         loop {
             let mut long_arg: Option<String> = None;
-            let opt: &OptDef;
+            let opt: &OptDef<K>;
             if self.char_arg.is_none() {
                 if self.next >= self.argv.len() {
                     return Next::End;

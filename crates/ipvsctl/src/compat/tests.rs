@@ -27,26 +27,26 @@ fn table_rows_have_34_columns() {
         assert_eq!(r.len(), NUMBER_OF_OPT, "row {i}");
     }
     // Spot checks against ipvsadm.c.
-    assert_eq!(legality(CMD_ADD, OPTC_SERVICE), b'+');
-    assert_eq!(legality(CMD_ADD, OPTC_ONEPACKET), b' ');
-    assert_eq!(legality(CMD_ADD, OPTC_SCHED_FLAGS), b' ');
-    assert_eq!(legality(CMD_ADD, OPTC_MCAST_GROUP), b'x');
-    assert_eq!(legality(CMD_ADDDEST, OPTC_TUN_TYPE), b' ');
-    assert_eq!(legality(CMD_ADDDEST, OPTC_TUN_INFO), b'x');
-    assert_eq!(legality(CMD_ADDDEST, OPTC_WEIGHT), b' ');
-    assert_eq!(legality(CMD_ADDDEST, OPTC_LTHRESHOLD), b' ');
-    assert_eq!(legality(CMD_ADDDEST, OPTC_MCAST), b'x');
-    assert_eq!(legality(CMD_STARTDAEMON, OPTC_MCAST), b' ');
-    assert_eq!(legality(CMD_STARTDAEMON, OPTC_SYNCID), b' ');
-    assert_eq!(legality(CMD_STARTDAEMON, OPTC_MCAST_GROUP), b' ');
-    assert_eq!(legality(CMD_STARTDAEMON, OPTC_SYNC_MAXLEN), b' ');
-    assert_eq!(legality(CMD_STARTDAEMON, OPTC_TUN_INFO), b'x');
-    assert_eq!(legality(CMD_STOPDAEMON, OPTC_SYNCID), b' ');
-    assert_eq!(legality(CMD_STOPDAEMON, OPTC_MCAST), b'x');
-    assert_eq!(legality(CMD_SAVE, OPTC_NUMERIC), b' ');
-    assert_eq!(legality(CMD_ZERO, OPTC_SERVICE), b' ');
-    assert_eq!(legality(CMD_LIST, OPTC_TUN_INFO), b' ');
-    assert_eq!(legality(CMD_LIST, OPTC_EXACT), b' ');
+    assert_eq!(legality(Cmd::Add, Opt::Service), b'+');
+    assert_eq!(legality(Cmd::Add, Opt::OnePacket), b' ');
+    assert_eq!(legality(Cmd::Add, Opt::SchedFlags), b' ');
+    assert_eq!(legality(Cmd::Add, Opt::McastGroup), b'x');
+    assert_eq!(legality(Cmd::AddDest, Opt::TunType), b' ');
+    assert_eq!(legality(Cmd::AddDest, Opt::TunInfo), b'x');
+    assert_eq!(legality(Cmd::AddDest, Opt::Weight), b' ');
+    assert_eq!(legality(Cmd::AddDest, Opt::LThreshold), b' ');
+    assert_eq!(legality(Cmd::AddDest, Opt::Mcast), b'x');
+    assert_eq!(legality(Cmd::StartDaemon, Opt::Mcast), b' ');
+    assert_eq!(legality(Cmd::StartDaemon, Opt::SyncId), b' ');
+    assert_eq!(legality(Cmd::StartDaemon, Opt::McastGroup), b' ');
+    assert_eq!(legality(Cmd::StartDaemon, Opt::SyncMaxlen), b' ');
+    assert_eq!(legality(Cmd::StartDaemon, Opt::TunInfo), b'x');
+    assert_eq!(legality(Cmd::StopDaemon, Opt::SyncId), b' ');
+    assert_eq!(legality(Cmd::StopDaemon, Opt::Mcast), b'x');
+    assert_eq!(legality(Cmd::Save, Opt::Numeric), b' ');
+    assert_eq!(legality(Cmd::Zero, Opt::Service), b' ');
+    assert_eq!(legality(Cmd::List, Opt::TunInfo), b' ');
+    assert_eq!(legality(Cmd::List, Opt::Exact), b' ');
 }
 
 #[test]
@@ -233,5 +233,250 @@ fn zero_all_when_service_is_unspecified() {
             op: Op::Zero(None), ..
         }) => {}
         a => panic!("{a:?}"),
+    }
+}
+
+fn dest_of(a: Action) -> Dest {
+    match a {
+        Action::Kernel(KOp {
+            op: Op::AddDest(_, d),
+            ..
+        }) => d,
+        a => panic!("{a:?}"),
+    }
+}
+
+fn daemon_of(a: Action) -> SyncDaemon {
+    match a {
+        Action::Kernel(KOp {
+            op: Op::StartDaemon(d),
+            ..
+        }) => d,
+        a => panic!("{a:?}"),
+    }
+}
+
+fn service_of(a: Action) -> Service {
+    match a {
+        Action::Kernel(KOp {
+            op: Op::AddService(s),
+            ..
+        }) => s,
+        a => panic!("{a:?}"),
+    }
+}
+
+fn timeouts_of(a: Action) -> Timeouts {
+    match a {
+        Action::Kernel(KOp {
+            op: Op::SetTimeouts(t),
+            ..
+        }) => t,
+        a => panic!("{a:?}"),
+    }
+}
+
+/// Each value of `values` appended to `cmd`: the number `get` finds in
+/// the action, or ipvsadm's message.
+fn limits(cmd: &str, get: fn(Action) -> i64, values: &[(&str, Result<i64, &str>)]) {
+    for (v, want) in values {
+        let line = format!("{cmd} {v}");
+        let got = process_options(&args(&line), false)
+            .map(get)
+            .map_err(|e| e.stderr);
+        let want = want.map_err(|m| format!("{m}\n"));
+        assert_eq!(got, want, "ipvsadm {line}");
+    }
+}
+
+#[test]
+fn real_server_number_limits() {
+    const SRV: &str = "-a -t 10.1.1.1:80 -r 10.2.0.30";
+    for (opt, what, get) in [
+        (
+            "-w",
+            "weight",
+            (|a| dest_of(a).weight.into()) as fn(Action) -> i64,
+        ),
+        ("-x", "u_threshold", |a| dest_of(a).u_threshold.into()),
+        ("-y", "l_threshold", |a| dest_of(a).l_threshold.into()),
+    ] {
+        let bad = format!("illegal {what} specified");
+        let values = [
+            ("0", Ok(0)),
+            ("2147483647", Ok(2147483647)),
+            ("2147483648", Err(bad.as_str())),
+            ("-1", Err(bad.as_str())),
+        ];
+        limits(&format!("{SRV} {opt}"), get, &values);
+    }
+    let bad = Err("illegal tunnel port specified");
+    limits(
+        &format!("{SRV} -i --tun-type gue --tun-port"),
+        |a| dest_of(a).tun_port.into(),
+        &[
+            ("0", bad),
+            ("1", Ok(1)),
+            ("65535", Ok(65535)),
+            ("65536", bad),
+        ],
+    );
+}
+
+#[test]
+fn daemon_number_limits() {
+    const SD: &str = "--start-daemon master";
+    let bad = Err("illegal syncid specified");
+    limits(
+        &format!("{SD} --syncid"),
+        |a| daemon_of(a).sync_id.into(),
+        &[("0", Ok(0)), ("255", Ok(255)), ("256", bad), ("-1", bad)],
+    );
+    let bad = Err("illegal mcast-port specified");
+    limits(
+        &format!("{SD} --mcast-port"),
+        |a| daemon_of(a).mcast_port.map_or(-1, i64::from),
+        &[
+            ("0", bad),
+            ("1", Ok(1)),
+            ("65535", Ok(65535)),
+            ("65536", bad),
+        ],
+    );
+    let bad = Err("illegal mcast-ttl specified");
+    limits(
+        &format!("{SD} --mcast-ttl"),
+        |a| daemon_of(a).mcast_ttl.map_or(-1, i64::from),
+        &[("0", bad), ("1", Ok(1)), ("255", Ok(255)), ("256", bad)],
+    );
+    let bad = Err("illegal sync-maxlen specified");
+    limits(
+        &format!("{SD} --sync-maxlen"),
+        |a| daemon_of(a).sync_maxlen.map_or(-1, i64::from),
+        &[
+            ("0", bad),
+            ("1", Ok(1)),
+            ("65507", Ok(65507)),
+            ("65508", bad),
+        ],
+    );
+}
+
+#[test]
+fn service_and_timeout_limits() {
+    limits(
+        "-A -t 10.0.0.1:80 -p",
+        |a| service_of(a).timeout.into(),
+        &[
+            ("0", Err("invalid timeout value `0' specified")),
+            ("1", Ok(1)),
+            ("2678400", Ok(2678400)),
+            ("2678401", Err("invalid timeout value `2678401' specified")),
+        ],
+    );
+    limits(
+        "-A -f",
+        |a| match service_of(a).key {
+            ServiceKey::Fwmark { mark, .. } => mark.into(),
+            k => panic!("{k:?}"),
+        },
+        &[
+            ("0", Err("invalid fwmark value `0' specified")),
+            ("1", Ok(1)),
+            ("4294967295", Ok(4294967295)),
+            (
+                "4294967296",
+                Err("invalid fwmark value `4294967296' specified"),
+            ),
+            ("-1", Err("invalid fwmark value `-1' specified")),
+        ],
+    );
+    // After `--`, so that popt takes -1 for a word.
+    limits(
+        "--set 5 6 --",
+        |a| timeouts_of(a).udp.into(),
+        &[
+            ("0", Ok(0)),
+            ("2678400", Ok(2678400)),
+            ("2678401", Err("invalid timeout value `2678401' specified")),
+            ("-1", Err("invalid timeout value `-1' specified")),
+        ],
+    );
+    let t = timeouts_of(ok("--set 1 2 3"));
+    assert_eq!((t.tcp, t.tcp_fin, t.udp), (1, 2, 3));
+}
+
+#[test]
+fn first_error_wins() {
+    let cases: &[(&str, &str)] = &[
+        // Option values are checked as they are scanned, before the table.
+        ("-A -t 1.2.3.4:80 -w x", "illegal weight specified\n"),
+        ("-A -w x --bogus", "illegal weight specified\n"),
+        ("-A --bogus -w x", "--bogus: unknown option\n"),
+        // Leftover words come after the options.
+        ("-L extra -w x", "illegal weight specified\n"),
+        ("--set 1 x y", "invalid timeout value `x' specified\n"),
+        ("--set 1 2 3 4", "unexpected argument 4\n"),
+        // -b, then -M, then the legality table.
+        ("-L -f 1 -6 -M 200 -b foo", "invalid scheduler flag `foo'\n"),
+        ("-L -f 1 -6 -M 200", "illegal ipv6 netmask specified\n"),
+        ("-L -b ,", "invalid scheduler flag `(null)'\n"),
+        // The table, then the command's own checks.
+        (
+            "-A -t 1.2.3.4 -o -w 1",
+            "Illegal 'weight' option with the 'add-service' command\n",
+        ),
+        (
+            "-A -t 1.2.3.4 -o",
+            "Zero port specified for non-persistent service\n",
+        ),
+        (
+            "-A -t 1.2.3.4 -p -o",
+            "One-Packet Scheduling is only for UDP virtual services\n",
+        ),
+        (
+            "-a -t 1.2.3.4:80 -r [::1]:80 --tun-type gue",
+            "Different address family is allowed only for tunneling servers\n",
+        ),
+        (
+            "-R -n",
+            "Illegal 'numeric' option with the 'restore' command\n",
+        ),
+    ];
+    for (a, msg) in cases {
+        assert_eq!(err(a).stderr, *msg, "ipvsadm {a}");
+    }
+    // -R inside -R input sends to --help, after the table.
+    let r = process_options(&args("-R"), true).unwrap_err();
+    assert_eq!((r.code, r.soft), (255, false));
+    assert!(r.stderr.starts_with("Try `ipvsadm -h'"));
+}
+
+#[test]
+fn popt_errors_are_soft() {
+    for a in ["-L --bogus", "-A -t", "-L --stats=1", "-Lq"] {
+        let e = err(a);
+        assert_eq!((e.code, e.soft), (255, true), "ipvsadm {a}");
+    }
+    assert!(!err("-L -A").soft);
+}
+
+#[test]
+fn options_in_table_column_order() {
+    for (i, o) in Opt::ALL.iter().enumerate() {
+        assert_eq!(*o as usize, i);
+    }
+    assert_eq!(Opt::ALL[0].name(), "numeric");
+    assert_eq!(Opt::ALL[NUMBER_OF_OPT - 1].name(), "tun-remcsum");
+    assert_eq!(Cmd::Zero.name(), "zero");
+    assert_eq!(Cmd::Zero.row(), CMD_V_OPT[13]);
+    // Each popt table entry that records an option names the right one.
+    for d in OPTIONS {
+        let opt = match d.val {
+            Key::Number(n) => n.spec().0,
+            Key::Listing(o, _) | Key::TunCsum(o, _) => o,
+            _ => continue,
+        };
+        assert_eq!(d.long, opt.name());
     }
 }
