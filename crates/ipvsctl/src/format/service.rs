@@ -110,6 +110,9 @@ pub fn service_name(key: &ServiceKey, format: u32, res: &dyn Resolver) -> String
     match key {
         ServiceKey::Fwmark { family, mark } => {
             let v6 = *family == Family::Inet6;
+            // ipvsadm prints the mark with %d: above 2^31-1 it shows negative
+            // (and its -R then refuses what its -S wrote; matched byte for byte).
+            let mark = *mark as i32;
             match (format & FMT_RULE != 0, v6) {
                 (true, true) => format!("-f {mark} -6"),
                 (true, false) => format!("-f {mark}"),

@@ -261,3 +261,13 @@ fn rule_lines_per_tunnel_type() {
         assert!(line.ends_with(&format!(":0 {want}")), "{line:?}");
     }
 }
+
+#[test]
+fn fwmark_above_i32_max_prints_signed_like_ipvsadm() {
+    let res = Numeric;
+    let key = ServiceKey::fwmark(4_294_967_295);
+    assert_eq!(service_name(&key, 0, &res), "FWM  -1");
+    assert_eq!(service_name(&key, FMT_RULE, &res), "-f -1");
+    let key = ServiceKey::fwmark(2_147_483_647);
+    assert_eq!(service_name(&key, FMT_RULE, &res), "-f 2147483647");
+}
