@@ -4,14 +4,15 @@ The modelled work costs no CPU (lab-serve sleeps the processor-sharing
 delays), but every request does: the clients, the servers and the kernel's
 path through veths, bridges and IPVS NAT. Under emulation that path is slow,
 and a load generator short of CPU measures itself instead of the cluster.
-So before the phases the lab probes twice, a few seconds each: a small load
-(the connection set-up rate through the VIP, a sensor reading's response
-time against its modelled work, the VM's busy time idle and loaded from
+So before the phases the lab probes, a few seconds each: a small load (the
+connection set-up rate through the VIP, a sensor reading's response time
+against its modelled work, the VM's busy time idle and loaded from
 /proc/stat, the generator's timer lag), then the full counts asked for. If
 the full load starves the generator (its timers late by more than
-LAG_MAX_MS, connects timing out, sensors not connecting), the counts are
-scaled down (never below the small probe's, which the VM just carried) and
-the output says so. The VM's busy time is reported, not used: under
+LAG_MAX_MS, connects timing out, sensors not connecting), the VM's capacity
+is taken as the requests per second it still answered, the counts are
+scaled to MARGIN of it (never below the small probe's, which the VM just
+carried) and probed again, at most MAX_PROBES times; the output says so. The VM's busy time is reported, not used: under
 emulation with a CPU quota the guest's accounting reads near 100 % even
 idle. The work per request then follows from the counts run, so the cluster
 still runs at the target utilisation.
@@ -26,6 +27,11 @@ from .stats import Phase, mean
 # Generator timer lag (a 100 ms timer, mean lateness) above which the VM is
 # short of CPU for the load: a fifth of the self-check's limit.
 LAG_MAX_MS = 100.0
+# A starved probe answers about the VM's capacity in requests/s: the next
+# counts aim at this fraction of it. Probes at the full or scaled counts
+# stop after MAX_PROBES (the last one's counts are run, checked or not).
+MARGIN = 0.7
+MAX_PROBES = 3
 PROBE_SENSORS, PROBE_WEB = 20, 4
 PROBE_S = 4.0
 # A web user: idle ~ exp(mean idle), then K requests THINK s apart.
@@ -69,10 +75,10 @@ class CalibrationMixin:
         return dict(sensor_work=round(c * SENSOR_PERIOD, 4), web_work=round(c * WEB_THINK, 4),
                     per_conn=c, expected_web_conns=web_users * active_frac)
 
-    async def probe(self, sensors, web_users, ramp):
+    async def probe(self, sensors, web_users, ramp, idle_s=0.0):
         """Runs SENSORS and WEB_USERS for PROBE_S seconds after they connect
-        over RAMP seconds; returns what it measured. The VM's idle busy time
-        is measured first, over 2 s with no client."""
+        over RAMP seconds; returns what it measured. With IDLE_S, the VM's
+        idle busy time is measured first, over that long with no client."""
         a = self.a
         ph = Phase("probe")
         ph.probe, ph.t0 = True, time.time()
@@ -80,8 +86,8 @@ class CalibrationMixin:
         self.sensors.clear()
         self.sessions.clear()
         c0 = cpu_times()
-        await asyncio.sleep(2.0)
-        base = busy_between(c0, cpu_times())
+        await asyncio.sleep(idle_s)
+        base = busy_between(c0, cpu_times()) if idle_s else None
         self.load_cmd({"web": {"users": web_users, "idle": a.web_idle}})
         self.load_cmd({"sensors": {"n": sensors, "ramp": ramp}})
         t = time.time()
@@ -117,7 +123,7 @@ class CalibrationMixin:
         """Probes with a small load, then with the full one; scales the counts
         down if the full load starves the generator; sets the work per request."""
         a = self.a
-        small = await self.probe(min(a.sensors, PROBE_SENSORS), min(a.web_users, PROBE_WEB), 1.0)
+        small = await self.probe(min(a.sensors, PROBE_SENSORS), min(a.web_users, PROBE_WEB), 1.0, idle_s=2.0)
         small["sensor_work_ms"] = round(1000 * self.work["sensor_work"], 1)
         out(f"calibration: {small['opened']} sensors connected through the VIP in {small['open_s']:.1f} s;"
             f" {small['requests']} requests in {small['seconds']:.0f} s took the VM from"
@@ -131,25 +137,31 @@ class CalibrationMixin:
             log(f"calibration: the VM is short even for the probe's load ({why}); keeping the counts asked for")
             cal["why"] = why
             return cal
-        full = small
-        if (a.sensors, a.web_users) != (small["sensors"], small["web_users"]):
-            full = await self.probe(a.sensors, a.web_users, max(3.0, min(a.ramp, 10.0)))
-            out(f"calibration: the full load ({a.sensors} sensors, {a.web_users} web users): {full['opened']}"
-                f" connected in {full['open_s']:.1f} s, {full['requests']} requests in {full['seconds']:.0f} s,"
-                f" {100 * full['busy']:.0f}% busy, generator timer lag {fmt_ms(full['gen_lag_ms'])}")
-        cal["full"] = full
-        why = self.starved(full)
-        if why:
-            # a lag grows faster than the load: aim at a margin below the limit
-            lag = full["gen_lag_ms"] or LAG_MAX_MS
-            scale = min(0.8 * LAG_MAX_MS / max(lag, LAG_MAX_MS), full["opened"] / full["sensors"])
-            asked = (a.sensors, a.web_users)
+        asked = (a.sensors, a.web_users)
+        cal["probes"] = []
+        for _ in range(MAX_PROBES):
+            if (a.sensors, a.web_users) == (small["sensors"], small["web_users"]):
+                break
+            p = await self.probe(a.sensors, a.web_users, max(3.0, min(a.ramp, 10.0)))
+            cal["probes"].append(p)
+            why = self.starved(p)
+            out(f"calibration: {a.sensors} sensors and {a.web_users} web users: {p['opened']} connected in"
+                f" {p['open_s']:.1f} s, {p['requests']} requests in {p['seconds']:.0f} s, generator timer lag"
+                f" {fmt_ms(p['gen_lag_ms'])}" + (f": too much ({why})" if why else ": carried"))
+            if not why:
+                break
+            # Starved, the VM answers about what it can: aim at a margin below that.
+            cap = p["requests"] / max(1e-3, p["seconds"])
+            scale = min(0.8, MARGIN * cap / request_rate(a.sensors, a.web_users, a.web_idle))
             a.sensors = max(small["sensors"], math.floor(a.sensors * scale))
             a.web_users = max(small["web_users"], math.floor(a.web_users * scale))
-            out(f"calibration: this VM cannot carry {asked[0]} sensors and {asked[1]} web users ({why}):"
-                f" scaled down to {a.sensors} sensors and {a.web_users} web users; the work per request"
-                f" grows so the cluster load stays at {a.util:.0%}")
-            cal.update(asked=dict(sensors=asked[0], web_users=asked[1]), scale=round(scale, 3), why=why)
+            cal["why"] = why
+        if (a.sensors, a.web_users) != asked:
+            cal.update(asked=dict(sensors=asked[0], web_users=asked[1]),
+                       scale=round(a.sensors / asked[0], 3))
+            out(f"calibration: this VM cannot carry {asked[0]} sensors and {asked[1]} web users"
+                f" ({cal['why']}): scaled down to {a.sensors} sensors and {a.web_users} web users; the work"
+                f" per request grows so the cluster load stays at {a.util:.0%}")
         self.work = self.work_for(a.sensors, a.web_users)
         want = {"sensor_work": self.work["sensor_work"], "web_work": self.work["web_work"]}
         self.srv_cmd({"work": want})

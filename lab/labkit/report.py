@@ -105,13 +105,14 @@ class ReportMixin:
         if not c:
             return ["Calibration: not measured (the lab stopped before its probe ended)", ""]
         L = []
-        for k, what in (("small", "small probe"), ("full", "full-load probe")):
-            x = c.get(k)
+        probes = [("small probe", c.get("small"))] + [("load probe", x) for x in c.get("probes") or []]
+        for what, x in probes:
             if x is None:
                 continue
             L.append(f"Calibration, {what} ({x['sensors']} sensors, {x['web_users']} web users): {x['opened']}"
                      f" connected in {x['open_s']:.1f} s; {x['requests']} requests in {x['seconds']:.0f} s;"
-                     f" VM busy {100 * x['idle_busy']:.0f}% idle, {100 * x['busy']:.0f}% loaded; generator timer"
+                     + (f" VM busy {100 * x['idle_busy']:.0f}% idle," if x.get("idle_busy") is not None else " VM")
+                     + f" {100 * x['busy']:.0f}% busy loaded; generator timer"
                      f" lag {fmtv(x['gen_lag_ms'], '.1f', 'no timer report')} ms")
         if c.get("asked"):
             L.append(f"  Scaled down to this VM ({c['why']}): {p['sensors']} sensors and {p['web_users']} web users"
