@@ -13,6 +13,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,6 +80,9 @@ def main():
         if '"ready"' not in srv.stdout.readline():
             print("bench: lab-serve did not start", file=sys.stderr)
             return 1
+        # lab-serve reports every second: drain it, or a full pipe stalls the
+        # servers (they share its one thread) and the generators time out
+        threading.Thread(target=lambda: [None for _ in srv.stdout], daemon=True).start()
         res = {}
         for name, fn in (("lab-load (Rust)", run_rust), ("pyload.py (Python)", run_py)):
             n, err, cpu = fn(a)
@@ -92,7 +96,11 @@ def main():
         return 0
     finally:
         srv.terminate()
-        srv.wait()
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
         os.unlink(f.name)
         subprocess.run(["ip", "netns", "del", NS], capture_output=True)
 
