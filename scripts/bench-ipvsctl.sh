@@ -4,7 +4,9 @@
 # listing (-Ln) and flush (-C). Prints the times and the ratios.
 # IPVSCTL_BASE=PATH (a file under the repository, which the VM sees) adds a
 # third column: that ipvsctl binary (e.g. an older commit's), in the same
-# run, with the ratio base/current, for before/after comparisons.
+# run, with the ratio base/current, for before/after comparisons; then
+# BENCH_ROUNDS=R (default 3) more rounds of current and base alternately,
+# each in fresh namespaces, and the medians (one run each is noise-bound).
 #
 #   scripts/bench-ipvsctl.sh [N]        (runs itself inside the VM)
 set -euo pipefail
@@ -21,28 +23,31 @@ if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
         case "$IPVSCTL_BASE" in "$REPO"/*) ;; *) echo "IPVSCTL_BASE must be under $REPO (the VM sees only that)" >&2; exit 2 ;; esac
         [ -x "$IPVSCTL_BASE" ] || { echo "IPVSCTL_BASE=$IPVSCTL_BASE is not an executable" >&2; exit 2; }
     fi
-    exec "$REPO/scripts/vm.sh" -- env IPVSCTL_BASE="${IPVSCTL_BASE:-}" "$REPO/scripts/bench-ipvsctl.sh" "$N"
+    exec "$REPO/scripts/vm.sh" -- env IPVSCTL_BASE="${IPVSCTL_BASE:-}" BENCH_ROUNDS="${BENCH_ROUNDS:-3}" \
+        "$REPO/scripts/bench-ipvsctl.sh" "$N"
 fi
 TOOLS=(real ours)
 [ -n "${IPVSCTL_BASE:-}" ] && TOOLS+=(base)
 
 W="$(mktemp -d)"
-# shellcheck disable=SC2154 # t is the trap's own loop variable
-trap 'for t in "${TOOLS[@]}"; do ip netns del "ipvsctl-bench-$t" 2>/dev/null; done; rm -rf "$W"' EXIT
+# shellcheck disable=SC2154 # n is the trap's own loop variable
+trap 'for n in $(ip netns list | awk "/^ipvsctl-bench-/ {print \$1}"); do ip netns del "$n"; done; rm -rf "$W"' EXIT
 # One fresh network namespace per tool. IPVS keeps removed real servers in a
 # per-namespace "trash" list for 2-3 minutes and every new real server is
 # first looked up there, one list entry at a time: a tool restoring shortly
 # after the other one's flush would walk 40,000 entries per `-a` and pay
 # seconds of kernel time that have nothing to do with the tool.
-for tool in "${TOOLS[@]}"; do
-    NS=ipvsctl-bench-$tool
+mkns_bench() {
+    local NS=ipvsctl-bench-$1
+    ip netns del "$NS" 2>/dev/null
     ip netns add "$NS"
     ip -n "$NS" link add d0 type dummy
     ip -n "$NS" link set d0 up
     # IPVS accepts a real server whose address the namespace's local routing
     # table calls unicast; that table exists once an address does (lo's).
     ip -n "$NS" link set lo up
-done
+}
+for tool in "${TOOLS[@]}"; do mkns_bench "$tool"; done
 
 mkdir -p "$W/real" "$W/ours" "$W/base"
 ln -s /usr/sbin/ipvsadm "$W/real/ipvsadm"
@@ -98,4 +103,28 @@ if [ -n "${IPVSCTL_BASE:-}" ]; then
         printf '%-10s %12s %12s %9sx\n' "$op" "$a" "$b" "$(echo "scale=2; if ($b > 0) $a / $b else 0" | bc)"
     done
     printf 'base listing outputs %s to ipvsadm'"'"'s\n' "$same"
+fi
+if [ -n "${IPVSCTL_BASE:-}" ] && [ "${BENCH_ROUNDS:-0}" -gt 0 ]; then
+    # More rounds, current and base alternately, each in fresh namespaces (a
+    # flushed namespace keeps its real servers in IPVS's trash list for
+    # minutes, which would slow the next restore): medians of all rounds.
+    declare -A ALL
+    for tool in ours base; do for op in restore list flush; do ALL[$tool.$op]=${R[$tool.$op]}; done; done
+    for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+        for tool in ours base; do
+            mkns_bench "$tool"
+            ALL[$tool.restore]+=" $(t "$tool" -R <"$W/rules")"
+            ALL[$tool.list]+=" $(t "$tool" -Ln </dev/null)"
+            ALL[$tool.flush]+=" $(t "$tool" -C </dev/null)"
+        done
+    done
+    median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+    printf '\nbefore/after, medians of %d runs each (alternating)\n' "$((BENCH_ROUNDS + 1))"
+    printf '%-10s %12s %12s %10s   %s\n' "" "base(s)" "current(s)" "base/cur" "runs current | base"
+    for op in restore list flush; do
+        # shellcheck disable=SC2086 # the runs are one word each
+        a=$(median ${ALL[base.$op]}); b=$(median ${ALL[ours.$op]})
+        printf '%-10s %12s %12s %9sx   %s | %s\n' "$op" "$a" "$b" "$(echo "scale=2; if ($b > 0) $a / $b else 0" | bc)" \
+            "${ALL[ours.$op]}" "${ALL[base.$op]}"
+    done
 fi
