@@ -103,7 +103,7 @@ class CalibrationMixin:
         await self.stop_phase(ph)
         self.phase = None
         return dict(sensors=sensors, web_users=web_users, opened=opened, open_s=round(open_s, 2),
-                    idle_busy=round(base, 3), busy=round(busy, 3), requests=len(rts),
+                    idle_busy=None if base is None else round(base, 3), busy=round(busy, 3), requests=len(rts),
                     seconds=round(t1 - t0, 2), gen_lag_ms=lag if lag == lag else None,
                     connect_timeouts=ph.connect_timeouts, errors=sum(ph.errors.values()),
                     sensor_rt_median_ms=1000 * sensor_rt[len(sensor_rt) // 2] if sensor_rt else None)
