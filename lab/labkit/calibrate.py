@@ -139,8 +139,9 @@ class CalibrationMixin:
             return cal
         asked = (a.sensors, a.web_users)
         cal["probes"] = []
+        carried = small["sensors"]  # the most sensors the VM was seen to carry
         for _ in range(MAX_PROBES):
-            if (a.sensors, a.web_users) == (small["sensors"], small["web_users"]):
+            if a.sensors <= carried:
                 break
             p = await self.probe(a.sensors, a.web_users, max(3.0, min(a.ramp, 10.0)))
             cal["probes"].append(p)
@@ -150,12 +151,16 @@ class CalibrationMixin:
                 f" {fmt_ms(p['gen_lag_ms'])}" + (f": too much ({why})" if why else ": carried"))
             if not why:
                 break
-            # Starved, the VM answers about what it can: aim at a margin below that.
-            cap = p["requests"] / max(1e-3, p["seconds"])
-            scale = min(0.8, MARGIN * cap / request_rate(a.sensors, a.web_users, a.web_idle))
-            a.sensors = max(small["sensors"], math.floor(a.sensors * scale))
-            a.web_users = max(small["web_users"], math.floor(a.web_users * scale))
             cal["why"] = why
+            # Starved, the VM answers about what it can: aim at a margin below
+            # that; and at most halfway (geometrically) to what it carried, as a
+            # choked VM may answer nothing at all.
+            cap = p["requests"] / max(1e-3, p["seconds"])
+            by_cap = a.sensors * MARGIN * cap / request_rate(a.sensors, a.web_users, a.web_idle)
+            mid = math.sqrt(carried * a.sensors)
+            n = max(carried, math.floor(mid if by_cap < carried else min(by_cap, mid)))
+            a.web_users = max(small["web_users"], math.floor(asked[1] * n / asked[0]))
+            a.sensors = n
         if (a.sensors, a.web_users) != asked:
             cal.update(asked=dict(sensors=asked[0], web_users=asked[1]),
                        scale=round(a.sensors / asked[0], 3))
