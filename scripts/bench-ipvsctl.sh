@@ -39,7 +39,7 @@ trap 'for n in $(ip netns list | awk "/^ipvsctl-bench-/ {print \$1}"); do ip net
 # seconds of kernel time that have nothing to do with the tool.
 mkns_bench() {
     local NS=ipvsctl-bench-$1
-    ip netns del "$NS" 2>/dev/null
+    ip netns del "$NS" 2>/dev/null || true
     ip netns add "$NS"
     ip -n "$NS" link add d0 type dummy
     ip -n "$NS" link set d0 up
