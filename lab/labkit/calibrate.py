@@ -115,6 +115,10 @@ class CalibrationMixin:
             return f"only {p['opened']} of {p['sensors']} sensors connected"
         if p["connect_timeouts"]:
             return f"{p['connect_timeouts']} connects timed out"
+        if not p["requests"]:
+            return "no request was answered in the probe's window"
+        if p["gen_lag_ms"] is None:
+            return "the generator sent no timer report in the probe's window"
         if p["gen_lag_ms"] is not None and p["gen_lag_ms"] > LAG_MAX_MS:
             return f"the generator's timers ran {p['gen_lag_ms']:.0f} ms late"
         return ""
