@@ -180,19 +180,20 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
                     return
         threading.Thread(target=reader, daemon=True).start()
 
-    def srv_cmd(self, cmd):
+    @staticmethod
+    def send(proc, name, cmd):
+        """One JSON command line to a helper process's stdin."""
         try:
-            self.srv.stdin.write(json.dumps(cmd) + "\n")
-            self.srv.stdin.flush()
+            proc.stdin.write(json.dumps(cmd) + "\n")
+            proc.stdin.flush()
         except (OSError, ValueError) as e:
-            raise LabError(f"lab-serve is gone ({e})")
+            raise LabError(f"{name} is gone ({e})")
+
+    def srv_cmd(self, cmd):
+        self.send(self.srv, "lab-serve", cmd)
 
     def load_cmd(self, cmd):
-        try:
-            self.load.stdin.write(json.dumps(cmd) + "\n")
-            self.load.stdin.flush()
-        except (OSError, ValueError) as e:
-            raise LabError(f"lab-load is gone ({e})")
+        self.send(self.load, "lab-load", cmd)
 
     def apply(self, ev):
         ph, e = self.phase, ev.get("e")

@@ -22,7 +22,7 @@ import math
 import time
 
 from .base import CAP, SENSOR_PERIOD, LabError, log, out
-from .stats import Phase, mean
+from .stats import Phase, mean, measured
 
 # Generator timer lag (a 100 ms timer, mean lateness) above which the VM is
 # short of CPU for the load: a fifth of the self-check's limit.
@@ -104,7 +104,7 @@ class CalibrationMixin:
         self.phase = None
         return dict(sensors=sensors, web_users=web_users, opened=opened, open_s=round(open_s, 2),
                     idle_busy=None if base is None else round(base, 3), busy=round(busy, 3), requests=len(rts),
-                    seconds=round(t1 - t0, 2), gen_lag_ms=lag if lag == lag else None,
+                    seconds=round(t1 - t0, 2), gen_lag_ms=lag if measured(lag) else None,
                     connect_timeouts=ph.connect_timeouts, errors=sum(ph.errors.values()),
                     sensor_rt_median_ms=1000 * sensor_rt[len(sensor_rt) // 2] if sensor_rt else None)
 
