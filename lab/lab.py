@@ -75,6 +75,7 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         self.load = None  # the lab-load process (the clients)
         self.stopped = None  # asyncio.Event: lab-load ended its clients
         self.calibration = None  # what the probe measured (labkit.calibrate)
+        self.advert_ms = 100  # VRRP advert interval; the calibration may lengthen it
 
     # ---- setup
     def setup(self):
@@ -109,12 +110,13 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
             raise LabError(f"fe1 did not become master with the services applied: {self.ka_log(1)}")
         if fib_has(self.ka[2].pid, VIP):
             raise LabError("both front ends hold the VIP")
-        log(f"front ends up: fe1 master, fe2 backup (warm, connection sync) ({time.time() - t:.1f} s)")
+        self.fe_up_t = time.time()
+        log(f"front ends up: fe1 master, fe2 backup (warm, connection sync) ({self.fe_up_t - t:.1f} s)")
         enter(NS_CL)
 
     def start_ka(self, i, sched):
         conf = os.path.join(self.tmp, f"fe{i}.yaml")
-        write(conf, ka_config(i, sched))
+        write(conf, ka_config(i, sched, self.advert_ms))
         logf = open(os.path.join(self.tmp, f"fe{i}.log"), "a")
         self.ka[i] = subprocess.Popen(["ip", "netns", "exec", FE[i], KEEPALIVE, "-c", conf, "--log-level", "info"],
                                       stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -137,7 +139,7 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
 
     async def switch(self, sched):
         for i in (1, 2):
-            write(os.path.join(self.tmp, f"fe{i}.yaml"), ka_config(i, sched))
+            write(os.path.join(self.tmp, f"fe{i}.yaml"), ka_config(i, sched, self.advert_ms))
             os.kill(self.ka[i].pid, signal.SIGHUP)
         end = time.time() + 20
         while not self.applied(sched, (1, 2)):

@@ -6,15 +6,15 @@ from .base import GW, HOSTS, SENSOR_PORT, VIP, VMS, WEB_PORT
 
 # ---------------------------------------------------------------- front ends
 
-def ka_config(i, sched):
+def ka_config(i, sched, advert_ms=100):
     prio = 200 if i == 1 else 100
     # real-time event loop: the lab keeps the VM busy, and adverts must not wait
     y = ["global:", "  metrics_listen: 127.0.0.1:9650", "  realtime_priority: 50", "vrrp:"]
     y += ["  - name: VI_1", "    interface: eth0", "    vrid: 51", f"    priority: {prio}",
-          "    advert_interval_ms: 100", f"    virtual_ips: [{VIP}/24]",
+          f"    advert_interval_ms: {advert_ms}", f"    virtual_ips: [{VIP}/24]",
           "    ipvs_sync: { interface: eth1, syncid: 51 }"]
     y += ["  - name: VI_2", "    interface: eth1", "    vrid: 52", f"    priority: {prio}",
-          "    advert_interval_ms: 100", f"    virtual_ips: [{GW}/16]"]
+          f"    advert_interval_ms: {advert_ms}", f"    virtual_ips: [{GW}/16]"]
     y += ["services:"]
     for svc, port in (("sensor", SENSOR_PORT), ("web", WEB_PORT)):
         y += [f"  # {svc}", "  - protocol: tcp", f"    address: {VIP}", f"    port: {port}",

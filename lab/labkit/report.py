@@ -72,7 +72,7 @@ class ReportMixin:
         fo = summ["failover"]
         if fo:
             L.append("")
-            if fo.get("done"):
+            if fo.get("done") and not fo.get("error"):
                 ms = lambda k: "n/a" if fo.get(k) is None else f"{fo[k]:.0f} ms"  # noqa: E731
                 L.append(f"Failover (vmwlch, under load): fe1 killed -> VIP answering on fe2 (first SYN-ACK"
                          f" from fe2 at the client, kernel timestamp) in {ms('failover_ms')}")
@@ -122,6 +122,9 @@ class ReportMixin:
                      " to keep the target load")
         elif c.get("why"):
             L.append(f"  The VM was short even for the small probe ({c['why']}): counts kept as asked")
+        if c.get("advert_ms", 100) != 100:
+            L.append(f"  VRRP adverts every {c['advert_ms']} ms instead of 100: this VM's timers ran late, and a"
+                     " stall longer than the master-down interval would fail over with no fault")
         L.append("")
         return L
 
@@ -184,7 +187,7 @@ class ReportMixin:
                          f" {lag:.0f} ms late per second on average; other VMs on this machine?): response"
                          " times are inflated and noisier; host balance is not affected.")
         fo = summ["failover"]
-        if fo and fo.get("done") and fo.get("failover_ms") is not None:
+        if fo and fo.get("done") and not fo.get("error") and fo.get("failover_ms") is not None:
             allkept = fo["sensors_kept"] == fo["sensors_at_kill"] and fo["web_lost"] == 0
             W.append(f"- Failover: the standby answered new connections {fo['failover_ms']:.0f} ms after"
                      f" the active front end died, and {fo['sensors_kept']} of {fo['sensors_at_kill']} established"
