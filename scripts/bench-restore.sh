@@ -5,8 +5,8 @@
 # (ipvsadm -R, ipvsctl -R): restore then flush (-C) on wlc and on vmwlch,
 # each in a fresh namespace. Prints the times, the ratios vmwlch/wlc and the
 # growth from the smallest to the largest N (per service: 1.00 = linear).
-# Then the large case: BENCH_BIG tracked destinations (default 150000;
-# 0 skips it) restored with ipvsctl on vmwlch into a director that also has
+# BENCH_TOOLS (default "ipvsadm ipvsctl") selects the tools. Then the large
+# case: BENCH_BIG tracked destinations (default 150000; 0 skips it) restored with ipvsctl on vmwlch into a director that also has
 # a small mapped service with real servers: the restore must succeed, and
 # new connections to that service are checked against the algorithm.
 #
@@ -19,6 +19,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 SIZES="${*:-${BENCH_SIZES:-2500 5000 10000}}"
 BIG="${BENCH_BIG:-150000}"
+TOOLS="${BENCH_TOOLS:-ipvsadm ipvsctl}"
 if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
     if [ -z "${VMWLCH_KERNEL_VARIANT:-}" ]; then
         bench_kb="$(VMWLCH_KERNEL_VARIANT=bench bash -c "source '$REPO/scripts/common.sh'; kernel_build_dir")"
@@ -36,7 +37,7 @@ if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
     KB="$(kernel_build_dir)"
     echo "# restore with vmwlch vs wlc ($(date -u +%F), kernel $(cat "$KB/include/config/kernel.release") $VMWLCH_KERNEL_VARIANT variant, $(nproc) host cores)"
     VM_TIMEOUT="${VM_TIMEOUT:-7200}" VM_MEM="${VM_MEM:-3G}" exec "$REPO/scripts/vm.sh" -- \
-        env BENCH_KO="$KO" BENCH_BIG="$BIG" "$REPO/scripts/bench-restore.sh" $SIZES
+        env BENCH_KO="$KO" BENCH_BIG="$BIG" BENCH_TOOLS="$TOOLS" "$REPO/scripts/bench-restore.sh" $SIZES
 fi
 
 if [ -n "${BENCH_KO:-}" ]; then insmod "$BENCH_KO"; else modprobe ip_vs_vmwlch; fi
@@ -74,13 +75,13 @@ declare -A R
 run=0
 for n in $SIZES; do
     for sched in wlc vmwlch; do rules "$n" "$sched" 4 >"$W/rules.$n.$sched"; done
-    for tool in ipvsadm ipvsctl; do
+    for tool in $TOOLS; do
         # wlc and vmwlch alternate, so that drift affects both alike.
         for sched in wlc vmwlch; do
             run=$((run + 1)); ns="rst-$run"; mkns "$ns"
             R[$n.$tool.$sched.restore]=$(t "$ns" "$(tool_bin $tool)" -R <"$W/rules.$n.$sched")
             [ -s "$W/err" ] && { echo "errors in $tool -R ($sched, $n):"; head -3 "$W/err"; }
-            got=$(ip netns exec "$ns" ipvsadm -Ln | grep -c -- '->' || true)
+            got=$(ip netns exec "$ns" ipvsadm -Ln | grep -c '^  -> [0-9]' || true)
             [ "$got" = $((n * 4)) ] || echo "warning: $got real servers after $tool -R ($sched, $n), expected $((n * 4))"
             R[$n.$tool.$sched.flush]=$(t "$ns" "$(tool_bin $tool)" -C </dev/null)
             echo "  $n services, $tool, $sched: restore ${R[$n.$tool.$sched.restore]} s, flush ${R[$n.$tool.$sched.flush]} s" >&2
@@ -90,14 +91,14 @@ done
 
 ratio() { echo "scale=2; if ($2 > 0) $1 / $2 else 0" | bc; }
 printf '\n%-8s %-8s %-8s %10s %10s %8s\n' services tool op "wlc(s)" "vmwlch(s)" ratio
-for n in $SIZES; do for tool in ipvsadm ipvsctl; do for op in restore flush; do
+for n in $SIZES; do for tool in $TOOLS; do for op in restore flush; do
     a=${R[$n.$tool.wlc.$op]} b=${R[$n.$tool.vmwlch.$op]}
     printf '%-8s %-8s %-8s %10s %10s %7sx\n' "$n" "$tool" "$op" "$a" "$b" "$(ratio "$b" "$a")"
 done; done; done
 read -r lo hi < <(printf '%s\n' $SIZES | sort -n | sed -n '1p;$p' | xargs)
 if [ "$lo" != "$hi" ]; then
     printf '\ngrowth %s -> %s services: time ratio (per-service ratio; 1.00 = linear)\n' "$lo" "$hi"
-    for tool in ipvsadm ipvsctl; do for sched in wlc vmwlch; do
+    for tool in $TOOLS; do for sched in wlc vmwlch; do
         a=${R[$lo.$tool.$sched.restore]} b=${R[$hi.$tool.$sched.restore]}
         g=$(ratio "$b" "$a")
         printf '%-8s %-7s restore %6sx (%s)\n' "$tool" "$sched" "$g" "$(echo "scale=2; if ($a > 0) $b * $lo / ($a * $hi) else 0" | bc)"

@@ -191,13 +191,28 @@ mod tests {
                 VMWLCH_A_INFO_GENERATION.to_string(),
             ),
             ("VMWLCH_A_PAD", VMWLCH_A_PAD.to_string()),
-            ("VMWLCH_A_INFO_FALLBACKS", VMWLCH_A_INFO_FALLBACKS.to_string()),
+            (
+                "VMWLCH_A_INFO_FALLBACKS",
+                VMWLCH_A_INFO_FALLBACKS.to_string(),
+            ),
             ("VMWLCH_A_INFO_REBUILDS", VMWLCH_A_INFO_REBUILDS.to_string()),
             ("VMWLCH_A_INFO_DEFERRED", VMWLCH_A_INFO_DEFERRED.to_string()),
-            ("VMWLCH_A_INFO_REBUILD_FAILURES", VMWLCH_A_INFO_REBUILD_FAILURES.to_string()),
-            ("VMWLCH_A_INFO_REBUILD_RETRIES", VMWLCH_A_INFO_REBUILD_RETRIES.to_string()),
-            ("VMWLCH_A_INFO_TRACK_FAILURES", VMWLCH_A_INFO_TRACK_FAILURES.to_string()),
-            ("VMWLCH_A_INFO_SNAPSHOT_CURRENT", VMWLCH_A_INFO_SNAPSHOT_CURRENT.to_string()),
+            (
+                "VMWLCH_A_INFO_REBUILD_FAILURES",
+                VMWLCH_A_INFO_REBUILD_FAILURES.to_string(),
+            ),
+            (
+                "VMWLCH_A_INFO_REBUILD_RETRIES",
+                VMWLCH_A_INFO_REBUILD_RETRIES.to_string(),
+            ),
+            (
+                "VMWLCH_A_INFO_TRACK_FAILURES",
+                VMWLCH_A_INFO_TRACK_FAILURES.to_string(),
+            ),
+            (
+                "VMWLCH_A_INFO_SNAPSHOT_CURRENT",
+                VMWLCH_A_INFO_SNAPSHOT_CURRENT.to_string(),
+            ),
             ("VMWLCH_A_MAX", VMWLCH_A_MAX.to_string()),
             ("VMWLCH_MEMBER_A_UNSPEC", VMWLCH_MEMBER_A_UNSPEC.to_string()),
             ("VMWLCH_MEMBER_A_ADDR", VMWLCH_MEMBER_A_ADDR.to_string()),
