@@ -14,8 +14,8 @@
 # boot this kernel), VM_MEM (default 2G), VM_CPUS (default 2), VM_TIMEOUT seconds
 # (default 1200), VM_ALLOW_KERNEL_LOG=1 to skip the log check, VM_OUTDIR=DIR a
 # host directory the guest can write (mounted at the same path), VM_CPU_QUOTA=P
-# the VM gets only P % of one host CPU (a cgroup CPU quota: a machine slowed
-# down on purpose, e.g. 50).
+# the VM gets only P % of the CPU time of its VM_CPUS vCPUs (a cgroup CPU
+# quota: a machine slowed down on purpose, e.g. 50).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -33,28 +33,29 @@ WORK="$(mktemp -d /tmp/vmwlch-vm.XXXXXX)"
 CPU_CG=""
 trap 'rm -rf "$WORK"; cpu_quota_leave' EXIT
 
-# VM_CPU_QUOTA=P: this script (and so qemu) moves into a cgroup of its own
-# whose CPU quota is P % of ONE host CPU (cgroup v2 cpu.max, else v1 CFS):
-# the test kernel has no ACPI, so the guest brings up one vCPU whatever
-# VM_CPUS says, and a quota over VM_CPUS CPUs would not bind.
+# VM_CPU_QUOTA=P: this script (and so qemu, one host thread per vCPU) moves
+# into a cgroup of its own whose CPU quota is P % of VM_CPUS CPUs (cgroup v2
+# cpu.max, else v1 CFS). The period is 20 ms, not the default 100: a guest
+# stopped for 50 ms at a time would see its timers jump, not a slower CPU.
 cpu_quota_enter() {
-    local pct=$1 quota
+    local pct=$1 quota cpus=${VM_CPUS:-2}
     [[ "$pct" =~ ^[0-9]+$ ]] && [ "$pct" -ge 1 ] && [ "$pct" -le 100 ] ||
         die "VM_CPU_QUOTA must be a percentage from 1 to 100, not '$pct'"
-    quota=$((100000 * pct / 100))
+    [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || die "VM_CPUS must be a number of CPUs, not '$cpus'"
+    quota=$((20000 * cpus * pct / 100))
     if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
         CPU_CG=/sys/fs/cgroup/vmwlch-vm.$$
-        mkdir "$CPU_CG" && echo "$quota 100000" > "$CPU_CG/cpu.max" ||
+        mkdir "$CPU_CG" && echo "$quota 20000" > "$CPU_CG/cpu.max" ||
             die "VM_CPU_QUOTA: cannot set cpu.max in $CPU_CG (is the cpu controller enabled in /sys/fs/cgroup/cgroup.subtree_control?)"
     elif [ -d /sys/fs/cgroup/cpu ]; then
         CPU_CG=/sys/fs/cgroup/cpu/vmwlch-vm.$$
-        mkdir "$CPU_CG" && echo 100000 > "$CPU_CG/cpu.cfs_period_us" && echo "$quota" > "$CPU_CG/cpu.cfs_quota_us" ||
+        mkdir "$CPU_CG" && echo 20000 > "$CPU_CG/cpu.cfs_period_us" && echo "$quota" > "$CPU_CG/cpu.cfs_quota_us" ||
             die "VM_CPU_QUOTA: cannot set the CFS quota in $CPU_CG"
     else
         die "VM_CPU_QUOTA: no cgroup CPU controller under /sys/fs/cgroup"
     fi
     echo $$ > "$CPU_CG/cgroup.procs" || die "VM_CPU_QUOTA: cannot move into $CPU_CG"
-    log "the VM gets $pct % of one CPU (cgroup $CPU_CG)"
+    log "the VM gets $pct % of $cpus CPUs (cgroup $CPU_CG)"
 }
 cpu_quota_leave() {
     [ -n "$CPU_CG" ] || return 0

@@ -49,8 +49,8 @@ class FailoverMixin:
                 port = w.get_extra_info("sockname")[1]
                 await asyncio.wait_for(self.http_get(r, w, "/ping", close=True), 3)
                 probes.append((t, time.time(), True, port))
-            except Exception:  # noqa: BLE001
-                probes.append((t, time.time(), False, None))
+            except Exception as e:  # noqa: BLE001
+                probes.append((t, time.time(), False, repr(e)))
             finally:
                 if w is not None:
                     w.close()
@@ -118,6 +118,13 @@ class FailoverMixin:
             await asyncio.sleep(0.2)
         kept = [i for i, g in snap_s.items() if self.sensors[i]["gen"] == g and self.sensors[i]["last_ok_sent"] > t1]
         lost = [i for i in snap_s if i not in kept]
+        # "New connections after": those started a second after the failover
+        # settled - fe2 answering and fe1's links gone (until the cut is
+        # through, the killed fe1 can still take a frame: a harness artefact,
+        # a dead machine takes none). Probe for 3 s past that at least.
+        settled = max(first or t1, t1)
+        while first is not None and time.time() < settled + 3:
+            await asyncio.sleep(0.2)
         probing = False
         await pt
         wk = [sid for sid in snap_w if sid in self.sessions and self.sessions[sid]["ok_after"] > t1]
@@ -127,7 +134,7 @@ class FailoverMixin:
         await asyncio.gather(vw, return_exceptions=True)
         synack, garp, last_advert = await timing.first_after(t0)
         masters = ka_masters_since(os.path.join(self.tmp, "fe2.log"), t0)
-        after = [p for p in probes if first is not None and p[0] >= first + 1]
+        after = [p for p in probes if first is not None and p[0] >= settled + 1]
         res.update(done=first is not None, http_via_backup_ms=1000 * (first - t0) if first else None,
                    failover_ms=1000 * (synack - t0) if synack else None,
                    garp_ms=1000 * (garp - t0) if garp else None,
@@ -146,6 +153,7 @@ class FailoverMixin:
                    # packets and flushes its buffer every ~2 s, so young ones may be lost
                    web_lost_age_ms=[round(1000 * (t0 - self.sessions[sid].get("opened", t0))) for sid in wl],
                    probes_after=len(after), probes_after_ok=sum(1 for p in after if p[2]),
+                   probes_after_errors=[p[3] for p in after if not p[2]][:5],
                    new_master_sync=synced_established(self.ka[2].pid, SENSOR_PORT))
         self.failing = False
         return res

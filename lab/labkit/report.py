@@ -91,7 +91,9 @@ class ReportMixin:
                     L.append(f"  established sensor connections kept: {fo['sensors_kept']}/{fo['sensors_at_kill']}"
                          f" (fe2 held {fo['synced_on_backup']} synced entries before the kill); web sessions open"
                          f" at the kill: {fo['web_kept']} kept, {fo['web_lost']} lost, the rest ended normally;"
-                         f" new connections after: {fo['probes_after_ok']}/{fo['probes_after']}")
+                         f" new connections a second after the failover settled: {fo['probes_after_ok']}/"
+                         f"{fo['probes_after']}" + (f" (failed: {', '.join(fo['probes_after_errors'])})"
+                                                    if fo.get("probes_after_errors") else ""))
         L.append("")
         L += self.words(summ)
         L.append("")
