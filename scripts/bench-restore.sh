@@ -5,7 +5,10 @@
 # (ipvsadm -R, ipvsctl -R): restore then flush (-C) on wlc and on vmwlch,
 # each in a fresh namespace. Prints the times, the ratios vmwlch/wlc and the
 # growth from the smallest to the largest N (per service: 1.00 = linear).
-# BENCH_TOOLS (default "ipvsadm ipvsctl") selects the tools. Then the large
+# BENCH_TOOLS (default "ipvsadm ipvsctl") selects the tools; each pair runs
+# BENCH_ROUNDS times with ipvsctl (default 3) and BENCH_ADM_ROUNDS with
+# ipvsadm (default 1: it is ~10x slower), and the medians are compared (the
+# machine's load varies: single runs are noise-bound). Then the large
 # case: BENCH_BIG tracked destinations (default 150000; 0 skips it) restored with ipvsctl on vmwlch into a director that also has
 # a small mapped service with real servers: the restore must succeed, and
 # new connections to that service are checked against the algorithm.
@@ -20,6 +23,7 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 SIZES="${*:-${BENCH_SIZES:-2500 5000 10000}}"
 BIG="${BENCH_BIG:-150000}"
 TOOLS="${BENCH_TOOLS:-ipvsadm ipvsctl}"
+ROUNDS="${BENCH_ROUNDS:-3}" ADM_ROUNDS="${BENCH_ADM_ROUNDS:-1}"
 if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
     if [ -z "${VMWLCH_KERNEL_VARIANT:-}" ]; then
         bench_kb="$(VMWLCH_KERNEL_VARIANT=bench bash -c "source '$REPO/scripts/common.sh'; kernel_build_dir")"
@@ -37,7 +41,8 @@ if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
     KB="$(kernel_build_dir)"
     echo "# restore with vmwlch vs wlc ($(date -u +%F), kernel $(cat "$KB/include/config/kernel.release") $VMWLCH_KERNEL_VARIANT variant, $(nproc) host cores)"
     VM_TIMEOUT="${VM_TIMEOUT:-7200}" VM_MEM="${VM_MEM:-3G}" exec "$REPO/scripts/vm.sh" -- \
-        env BENCH_KO="$KO" BENCH_BIG="$BIG" BENCH_TOOLS="$TOOLS" "$REPO/scripts/bench-restore.sh" $SIZES
+        env BENCH_KO="$KO" BENCH_BIG="$BIG" BENCH_TOOLS="$TOOLS" BENCH_ROUNDS="$ROUNDS" \
+        BENCH_ADM_ROUNDS="$ADM_ROUNDS" "$REPO/scripts/bench-restore.sh" $SIZES
 fi
 
 if [ -n "${BENCH_KO:-}" ]; then insmod "$BENCH_KO"; else modprobe ip_vs_vmwlch; fi
@@ -71,37 +76,54 @@ t() { # t NS TOOL ARGS... < stdin: seconds of the tool's own run (timed inside t
 }
 tool_bin() { case $1 in ipvsadm) echo /usr/sbin/ipvsadm ;; ipvsctl) echo "$REPO/target/release/ipvsctl" ;; esac; }
 
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+info() { # info NS: the module's snapshot counters in NS, one line
+    ip netns exec "$1" "$REPO/target/release/ipvsctl" host info |
+        awk '/^(rebuilds|deferred|fallbacks|rebuild_failures) / {printf "%s=%s ", $1, $2}'
+}
+
 declare -A R
 run=0
 for n in $SIZES; do
     for sched in wlc vmwlch; do rules "$n" "$sched" 4 >"$W/rules.$n.$sched"; done
     for tool in $TOOLS; do
-        # wlc and vmwlch alternate, so that drift affects both alike.
-        for sched in wlc vmwlch; do
-            run=$((run + 1)); ns="rst-$run"; mkns "$ns"
-            R[$n.$tool.$sched.restore]=$(t "$ns" "$(tool_bin $tool)" -R <"$W/rules.$n.$sched")
-            [ -s "$W/err" ] && { echo "errors in $tool -R ($sched, $n):"; head -3 "$W/err"; }
-            got=$(ip netns exec "$ns" ipvsadm -Ln | grep -c '^  -> [0-9]' || true)
-            [ "$got" = $((n * 4)) ] || echo "warning: $got real servers after $tool -R ($sched, $n), expected $((n * 4))"
-            R[$n.$tool.$sched.flush]=$(t "$ns" "$(tool_bin $tool)" -C </dev/null)
-            echo "  $n services, $tool, $sched: restore ${R[$n.$tool.$sched.restore]} s, flush ${R[$n.$tool.$sched.flush]} s" >&2
+        rounds=$ROUNDS; [ "$tool" = ipvsadm ] && rounds=$ADM_ROUNDS
+        for ((r = 1; r <= rounds; r++)); do
+            # wlc and vmwlch alternate, so that drift affects both alike.
+            for sched in wlc vmwlch; do
+                run=$((run + 1)); ns="rst-$run"; mkns "$ns"
+                x=$(t "$ns" "$(tool_bin "$tool")" -R <"$W/rules.$n.$sched")
+                R[$n.$tool.$sched.restore]+=" $x"
+                [ -s "$W/err" ] && { echo "errors in $tool -R ($sched, $n):"; head -3 "$W/err"; }
+                got=$(ip netns exec "$ns" ipvsadm -Ln | grep -c '^  -> [0-9]' || true)
+                [ "$got" = $((n * 4)) ] || echo "warning: $got real servers after $tool -R ($sched, $n), expected $((n * 4))"
+                extra=""; [ "$sched" = vmwlch ] && extra="; $(info "$ns")"
+                y=$(t "$ns" "$(tool_bin "$tool")" -C </dev/null)
+                R[$n.$tool.$sched.flush]+=" $y"
+                echo "  $n services, $tool, $sched: restore $x s, flush $y s$extra" >&2
+            done
         done
     done
 done
 
 ratio() { echo "scale=2; if ($2 > 0) $1 / $2 else 0" | bc; }
-printf '\n%-8s %-8s %-8s %10s %10s %8s\n' services tool op "wlc(s)" "vmwlch(s)" ratio
+printf '\n%-8s %-8s %-8s %10s %10s %8s   (medians of %s rounds for ipvsctl, %s for ipvsadm)\n' \
+    services tool op "wlc(s)" "vmwlch(s)" ratio "$ROUNDS" "$ADM_ROUNDS"
+declare -A M
 for n in $SIZES; do for tool in $TOOLS; do for op in restore flush; do
-    a=${R[$n.$tool.wlc.$op]} b=${R[$n.$tool.vmwlch.$op]}
+    # shellcheck disable=SC2086 # the runs are one word each
+    a=$(median ${R[$n.$tool.wlc.$op]}) b=$(median ${R[$n.$tool.vmwlch.$op]})
+    M[$n.$tool.wlc.$op]=$a M[$n.$tool.vmwlch.$op]=$b
     printf '%-8s %-8s %-8s %10s %10s %7sx\n' "$n" "$tool" "$op" "$a" "$b" "$(ratio "$b" "$a")"
 done; done; done
-read -r lo hi < <(printf '%s\n' $SIZES | sort -n | sed -n '1p;$p' | xargs)
+# shellcheck disable=SC2086 # one size per word
+lo=$(printf '%s\n' $SIZES | sort -n | head -1) hi=$(printf '%s\n' $SIZES | sort -n | tail -1)
 if [ "$lo" != "$hi" ]; then
-    printf '\ngrowth %s -> %s services: time ratio (per-service ratio; 1.00 = linear)\n' "$lo" "$hi"
+    printf '\ngrowth %s -> %s services: restore time ratio (per service; 1.00 = linear)\n' "$lo" "$hi"
     for tool in $TOOLS; do for sched in wlc vmwlch; do
-        a=${R[$lo.$tool.$sched.restore]} b=${R[$hi.$tool.$sched.restore]}
-        g=$(ratio "$b" "$a")
-        printf '%-8s %-7s restore %6sx (%s)\n' "$tool" "$sched" "$g" "$(echo "scale=2; if ($a > 0) $b * $lo / ($a * $hi) else 0" | bc)"
+        a=${M[$lo.$tool.$sched.restore]} b=${M[$hi.$tool.$sched.restore]}
+        printf '%-8s %-7s %6sx (%s)\n' "$tool" "$sched" "$(ratio "$b" "$a")" \
+            "$(echo "scale=2; if ($a > 0) $b * $lo / ($a * $hi) else 0" | bc)"
     done; done
 fi
 

@@ -38,8 +38,8 @@ use crate::snapshot;
 use crate::state::{Inner, NetState};
 
 /// A rebuild that took `d` is followed by the next one `RATIO * d` later at
-/// the earliest: rebuilds cost at most 1/9 of a burst's time.
-const RATIO: i64 = 8;
+/// the earliest: rebuilds cost at most 1/17 of a burst's time.
+const RATIO: i64 = 16;
 /// The first retry after a failure, doubling per consecutive failure...
 const RETRY_MIN_NS: i64 = 10_000_000;
 /// ...up to this.
