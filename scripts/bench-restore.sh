@@ -22,7 +22,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 SIZES="${*:-${BENCH_SIZES:-2500 5000 10000}}"
 BIG="${BENCH_BIG:-150000}"
-TOOLS="${BENCH_TOOLS:-ipvsadm ipvsctl}"
+BTOOLS="${BENCH_TOOLS:-ipvsadm ipvsctl}"
 ROUNDS="${BENCH_ROUNDS:-3}" ADM_ROUNDS="${BENCH_ADM_ROUNDS:-1}"
 if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
     if [ -z "${VMWLCH_KERNEL_VARIANT:-}" ]; then
@@ -41,7 +41,7 @@ if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
     KB="$(kernel_build_dir)"
     echo "# restore with vmwlch vs wlc ($(date -u +%F), kernel $(cat "$KB/include/config/kernel.release") $VMWLCH_KERNEL_VARIANT variant, $(nproc) host cores)"
     VM_TIMEOUT="${VM_TIMEOUT:-7200}" VM_MEM="${VM_MEM:-3G}" exec "$REPO/scripts/vm.sh" -- \
-        env BENCH_KO="$KO" BENCH_BIG="$BIG" BENCH_TOOLS="$TOOLS" BENCH_ROUNDS="$ROUNDS" \
+        env BENCH_KO="$KO" BENCH_BIG="$BIG" BENCH_TOOLS="$BTOOLS" BENCH_ROUNDS="$ROUNDS" \
         BENCH_ADM_ROUNDS="$ADM_ROUNDS" "$REPO/scripts/bench-restore.sh" $SIZES
 fi
 
@@ -86,7 +86,7 @@ declare -A R
 run=0
 for n in $SIZES; do
     for sched in wlc vmwlch; do rules "$n" "$sched" 4 >"$W/rules.$n.$sched"; done
-    for tool in $TOOLS; do
+    for tool in $BTOOLS; do
         rounds=$ROUNDS; [ "$tool" = ipvsadm ] && rounds=$ADM_ROUNDS
         for ((r = 1; r <= rounds; r++)); do
             # wlc and vmwlch alternate, so that drift affects both alike.
@@ -110,7 +110,7 @@ ratio() { echo "scale=2; if ($2 > 0) $1 / $2 else 0" | bc; }
 printf '\n%-8s %-8s %-8s %10s %10s %8s   (medians of %s rounds for ipvsctl, %s for ipvsadm)\n' \
     services tool op "wlc(s)" "vmwlch(s)" ratio "$ROUNDS" "$ADM_ROUNDS"
 declare -A M
-for n in $SIZES; do for tool in $TOOLS; do for op in restore flush; do
+for n in $SIZES; do for tool in $BTOOLS; do for op in restore flush; do
     # shellcheck disable=SC2086 # the runs are one word each
     a=$(median ${R[$n.$tool.wlc.$op]}) b=$(median ${R[$n.$tool.vmwlch.$op]})
     M[$n.$tool.wlc.$op]=$a M[$n.$tool.vmwlch.$op]=$b
@@ -120,7 +120,7 @@ done; done; done
 lo=$(printf '%s\n' $SIZES | sort -n | head -1) hi=$(printf '%s\n' $SIZES | sort -n | tail -1)
 if [ "$lo" != "$hi" ]; then
     printf '\ngrowth %s -> %s services: restore time ratio (per service; 1.00 = linear)\n' "$lo" "$hi"
-    for tool in $TOOLS; do for sched in wlc vmwlch; do
+    for tool in $BTOOLS; do for sched in wlc vmwlch; do
         a=${M[$lo.$tool.$sched.restore]} b=${M[$hi.$tool.$sched.restore]}
         printf '%-8s %-7s %6sx (%s)\n' "$tool" "$sched" "$(ratio "$b" "$a")" \
             "$(echo "scale=2; if ($a > 0) $b * $lo / ($a * $hi) else 0" | bc)"

@@ -311,8 +311,19 @@ impl Inner {
         core::ptr::eq(s.svc, svc).then_some(slot)
     }
 
+    /// The slot of a tracked service, by `sched_data` or, should that not
+    /// lead to it (it always does), by a search: a service must not stay
+    /// tracked past its `done_service`.
+    fn find(&self, svc: *mut IpVsService) -> Option<usize> {
+        self.slot_of(svc).or_else(|| {
+            self.svcs
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|s| core::ptr::eq(s.svc, svc)))
+        })
+    }
+
     fn svc_mut(&mut self, svc: *mut IpVsService) -> Option<&mut Svc> {
-        let slot = self.slot_of(svc)?;
+        let slot = self.find(svc)?;
         self.svcs.get_mut(slot)?.as_mut()
     }
 
@@ -322,6 +333,8 @@ impl Inner {
     ///
     /// Called from `init_service` with the IPVS config mutex held.
     pub(crate) unsafe fn init_service(&mut self, svc: *mut IpVsService) -> Result {
+        // Not `find`: a new service is not tracked, and a search per
+        // service would make a restore quadratic again.
         if self.slot_of(svc).is_some() {
             return Ok(());
         }
@@ -363,7 +376,7 @@ impl Inner {
 
     /// Stops tracking `svc`.
     pub(crate) fn done_service(&mut self, svc: *mut IpVsService) {
-        let Some(slot) = self.slot_of(svc) else {
+        let Some(slot) = self.find(svc) else {
             return;
         };
         if let Some(s) = self.svcs.get_mut(slot).and_then(Option::take) {
