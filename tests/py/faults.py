@@ -3,11 +3,16 @@
 
 Service A (vmwlch) keeps four mapped real servers of positive weight the
 whole time, and gains and loses others; service B (vmwlch) is churned
-harder, with scheduler switches. Every configuration batch runs in an
-ipvsadm process whose slab and page allocations fail at random (failslab and
-fail_page_alloc with task-filter: /proc/PID/make-it-fail), so the module's
-synchronous rebuilds and add_dest tracking run out of memory, while its
-rebuild work (a kworker, not filtered) retries.
+harder, with scheduler switches; the host map's weights change. The changes
+come from one worker process (this script with --worker) that speaks IPVS's
+and VMWLCH's generic netlink itself, with every message built before it
+flags itself (/proc/self/make-it-fail): its slab allocations and page
+allocations of order 1 and up then fail at random (failslab and
+fail_page_alloc with task-filter), in the kernel's handling of its requests,
+so the module's synchronous rebuilds and add_dest tracking run out of
+memory, while the module's rebuild work (a kworker, not filtered) retries.
+(Flagging an ipvsadm process instead also fails its reads of the VM's 9p
+root file system, which breaks other programs.)
 
 Checks: no connection to A is refused (it always has eligible
 destinations, whatever the snapshot's state); GET_INFO counted failures and
@@ -19,6 +24,8 @@ splat. Bounded in count and time.
 """
 import os
 import random
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -27,7 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from decisions import allowed  # noqa: E402
 from ipvslab import Lab, wait_total  # noqa: E402
-from vmwlch_nl import Vmwlch  # noqa: E402
+from vmwlch_nl import C, Vmwlch, host_attrs, nla_str, parse_attrs  # noqa: E402
 
 DBG = "/sys/kernel/debug"
 DURATION = float(os.environ.get("FAULT_SECONDS", "30"))
@@ -57,41 +64,97 @@ def inject(on):
             knobs(name, probability=0, times=0)
 
 
-def failing_restore(lb, batch):
-    """ipvsadm -R in the director's namespace, its allocations failing at random."""
-    p = subprocess.Popen(["ip", "netns", "exec", lb, "ipvsadm", "-R"], stdin=subprocess.PIPE,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
-    # Flag it once it is ipvsadm waiting for its input (not the exec of it).
-    for _ in range(100):
+IPVS_CMD = {"NEW_DEST": 5, "SET_DEST": 6, "DEL_DEST": 7, "SET_SERVICE": 2}
+
+
+def _nla(t, payload):
+    return struct.pack("=HH", 4 + len(payload), t) + payload + b"\0" * (-len(payload) % 4)
+
+
+def _ipvs_svc(vip, sched=None):
+    """IPVS_CMD_ATTR_SERVICE for TCP vip ("a.b.c.d:port"), full if sched is given."""
+    a, port = vip.split(":")
+    body = (_nla(1, struct.pack("=H", socket.AF_INET)) + _nla(2, struct.pack("=H", socket.IPPROTO_TCP))
+            + _nla(3, socket.inet_aton(a) + b"\0" * 12) + _nla(4, struct.pack("!H", int(port))))
+    if sched:
+        body += (_nla(6, sched.encode() + b"\0") + _nla(7, struct.pack("=II", 0, 0))
+                 + _nla(8, struct.pack("=I", 300)) + _nla(9, struct.pack("=I", 0xffffffff)))
+    return _nla(1 | 0x8000, body)
+
+
+def _ipvs_dest(addr, weight=None):
+    """IPVS_CMD_ATTR_DEST (NAT); full if weight is given."""
+    body = _nla(1, socket.inet_aton(addr) + b"\0" * 12) + _nla(2, struct.pack("!H", 80))
+    if weight is not None:
+        body += (_nla(3, struct.pack("=I", 0)) + _nla(4, struct.pack("=I", weight))
+                 + _nla(5, struct.pack("=I", 0)) + _nla(6, struct.pack("=I", 0)))
+    return _nla(2 | 0x8000, body)
+
+
+def _ops(rng, n):
+    """n random changes as (family, cmd, attrs): A's core servers and the
+    hosts' positive weights are never touched."""
+    out = []
+    for _ in range(n):
+        r, a = rng.random(), rng.choice(EXTRA)
+        w = rng.randint(0, 3)
+        if r < 0.30:
+            out.append(("IPVS", IPVS_CMD["NEW_DEST"], _ipvs_svc(A) + _ipvs_dest(a, w)))
+        elif r < 0.45:
+            out.append(("IPVS", IPVS_CMD["DEL_DEST"], _ipvs_svc(A) + _ipvs_dest(a)))
+        elif r < 0.60:
+            out.append(("IPVS", IPVS_CMD["NEW_DEST"], _ipvs_svc(B) + _ipvs_dest(a, w)))
+        elif r < 0.70:
+            out.append(("IPVS", IPVS_CMD["SET_DEST"], _ipvs_svc(B) + _ipvs_dest(a, w)))
+        elif r < 0.80:
+            out.append(("IPVS", IPVS_CMD["DEL_DEST"], _ipvs_svc(B) + _ipvs_dest(a)))
+        elif r < 0.88:
+            sched = rng.choice(["vmwlch", "vmwlc", "wlc"])
+            out.append(("IPVS", IPVS_CMD["SET_SERVICE"], _ipvs_svc(B, sched)))
+        else:
+            h = rng.choice(["h1", "h2"])
+            out.append(("VMWLCH", C["VMWLCH_CMD_SET_HOST"], host_attrs(h, rng.randint(1, 3))))
+    return out
+
+
+def worker(ns, seed, seconds):
+    """The flagged process: every message built first, then sent with its
+    allocations failing; errors (ENOMEM, lost acks) are expected."""
+    nl = Vmwlch(ns)
+    fam = {"VMWLCH": nl.family}
+    for t, v in parse_attrs(nl._request(0x10, 3, nla_str(2, "IPVS"), 0)[0]):
+        if t == 1:
+            fam["IPVS"] = struct.unpack("=H", v)[0]
+    msgs = []
+    for i, (f, cmd, attrs) in enumerate(_ops(random.Random(seed), 4000)):
+        payload = struct.pack("=BBH", cmd, 1, 0) + attrs
+        msgs.append((100000 + i, struct.pack("=IHHII", 16 + len(payload), fam[f], 0x5, 100000 + i, 0)
+                     + payload))
+    buf = bytearray(1 << 16)
+    nl.s.settimeout(2.0)
+    sent = ok = failed = lost = 0
+    end = time.time() + seconds
+    with open("/proc/self/make-it-fail", "w") as f:
+        f.write("1\n")
+    for seq, m in msgs:
+        if time.time() > end:
+            break
         try:
-            if os.readlink(f"/proc/{p.pid}/exe").endswith("/ipvsadm"):
-                with open(f"/proc/{p.pid}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "S":
-                        break
+            nl.s.send(m)
+            sent += 1
+            while True:
+                n = nl.s.recv_into(buf)
+                if n >= 20 and struct.unpack_from("=I", buf, 8)[0] == seq:
+                    break
+            if struct.unpack_from("=H", buf, 4)[0] == 2 and struct.unpack_from("=i", buf, 16)[0]:
+                failed += 1
+            else:
+                ok += 1
         except OSError:
-            pass
-        time.sleep(0.02)
-    try:
-        with open(f"/proc/{p.pid}/make-it-fail", "w") as f:
-            f.write("1\n")
-    except OSError:
-        pass  # already gone
-    p.communicate(batch, timeout=60)
-
-
-def churn_line(rng):
-    r, a = rng.random(), rng.choice(EXTRA) + ":80"
-    if r < 0.35:
-        return f"-a -t {A} -r {a} -m -w {rng.randint(0, 3)}"
-    if r < 0.55:
-        return f"-d -t {A} -r {a}"
-    if r < 0.75:
-        return f"-a -t {B} -r {a} -m -w {rng.randint(0, 3)}"
-    if r < 0.85:
-        return f"-e -t {B} -r {a} -m -w {rng.randint(0, 3)}"
-    if r < 0.95:
-        return f"-d -t {B} -r {a}"
-    return f"-E -t {B} -s {rng.choice(['vmwlch', 'vmwlc', 'wlc'])}"
+            lost += 1  # an ack lost to a failed allocation (ENOBUFS, timeout)
+    with open("/proc/self/make-it-fail", "w") as f:
+        f.write("0\n")
+    print(f"worker: {sent} requests, {ok} ok, {failed} rejected, {lost} without an answer", flush=True)
 
 
 def tracked_by_ipvs(lab):
@@ -110,7 +173,6 @@ def main():
         print("no failslab/fail_page_alloc in debugfs (CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, "
               "CONFIG_FAULT_INJECTION_DEBUG_FS)", file=sys.stderr)
         return 77
-    rng = random.Random(5)
     lab = Lab("flt", rs_addrs4=CORE + EXTRA)
     nl = Vmwlch(lab.lb)
     hosts = {"h1": (2, [a for a in CORE + EXTRA if a.startswith("10.1.1.")]),
@@ -138,18 +200,16 @@ def main():
 
     t = threading.Thread(target=traffic)
     t.start()
-    batches = 0
     inject(True)
     try:
-        while time.time() < stop and batches < 200:
-            failing_restore(lab.lb, "\n".join(churn_line(rng) for _ in range(10)) + "\n")
-            batches += 1
+        w = subprocess.run([sys.executable, __file__, "--worker", lab.lb, "5", str(DURATION)],
+                           capture_output=True, text=True, timeout=DURATION + 120)
     finally:
         inject(False)
+    print(w.stdout.strip(), w.stderr.strip()[-500:])
     t.join()
     during = nl.info()
-    print(f"faults: {batches} batches under injection, {conns['ok']} connections served, "
-          f"{conns['refused']} refused; info {during}")
+    print(f"faults: {conns['ok']} connections served, {conns['refused']} refused; info {during}")
 
     fails = []
     if conns["refused"]:
@@ -200,4 +260,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        worker(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+        sys.exit(0)
     sys.exit(main())
