@@ -79,7 +79,7 @@ tool_bin() { case $1 in ipvsadm) echo /usr/sbin/ipvsadm ;; ipvsctl) echo "$REPO/
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 info() { # info NS: the module's snapshot counters in NS, one line
     ip netns exec "$1" "$REPO/target/release/ipvsctl" host info |
-        awk '/^(rebuilds|deferred|fallbacks|rebuild_failures) / {printf "%s=%s ", $1, $2}'
+        awk '/^(rebuilds|deferred|fallbacks|rebuild_failures|build_ms) / {printf "%s=%s ", $1, $2}'
 }
 
 declare -A R

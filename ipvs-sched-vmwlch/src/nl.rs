@@ -528,5 +528,6 @@ pub(crate) fn fill_info(
     msg.put_u64(VMWLCH_A_INFO_REBUILD_RETRIES, p.retries)?;
     msg.put_u64(VMWLCH_A_INFO_TRACK_FAILURES, p.track_failures)?;
     msg.put_u32(VMWLCH_A_INFO_SNAPSHOT_CURRENT, u32::from(current))?;
+    msg.put_u64(VMWLCH_A_INFO_BUILD_NS, p.build_ns)?;
     Ok(())
 }

@@ -60,6 +60,8 @@ pub(crate) struct PaceStats {
     pub(crate) retries: u64,
     /// `add_dest` callbacks that ran out of memory (tracked later).
     pub(crate) track_failures: u64,
+    /// Time spent building snapshots (ns), failed builds included.
+    pub(crate) build_ns: u64,
 }
 
 /// When the next rebuild may run, and what happened so far.
@@ -93,6 +95,7 @@ impl Pace {
                 failures: 0,
                 retries: 0,
                 track_failures: 0,
+                build_ns: 0,
             },
         }
     }
@@ -157,6 +160,8 @@ impl NetState {
         };
         let built = snapshot::build(inner, inner.tracked_gen);
         let t1 = now_ns();
+        let took = u64::try_from(t1.saturating_sub(t0)).unwrap_or(0);
+        inner.pace.stats.build_ns = inner.pace.stats.build_ns.saturating_add(took);
         let Ok(snap) = built else {
             self.failed(inner, t1);
             return;

@@ -98,6 +98,8 @@ pub struct VmwlchInfo {
     /// Whether decisions use the snapshot (false: plain wlc for now);
     /// `None` from a module without the attribute.
     pub snapshot_current: Option<bool>,
+    /// Time spent building snapshots (ns).
+    pub build_ns: u64,
 }
 
 /// The message shown when the family is missing.
@@ -288,6 +290,7 @@ impl<'a> HostMap<'a> {
             rebuild_retries: a.u64(VMWLCH_A_INFO_REBUILD_RETRIES)?.unwrap_or(0),
             track_failures: a.u64(VMWLCH_A_INFO_TRACK_FAILURES)?.unwrap_or(0),
             snapshot_current: a.u32(VMWLCH_A_INFO_SNAPSHOT_CURRENT)?.map(|v| v != 0),
+            build_ns: a.u64(VMWLCH_A_INFO_BUILD_NS)?.unwrap_or(0),
         })
     }
 }

@@ -84,6 +84,7 @@ enum vmwlch_attr {
 					 * of memory (re-read at the next rebuild) */
 	VMWLCH_A_INFO_SNAPSHOT_CURRENT,	/* u32: 1 if decisions use the snapshot,
 					 * 0 while they fall back to plain wlc */
+	VMWLCH_A_INFO_BUILD_NS,		/* u64: time spent building snapshots (ns) */
 	__VMWLCH_A_MAX,
 };
 #define VMWLCH_A_MAX (__VMWLCH_A_MAX - 1)
