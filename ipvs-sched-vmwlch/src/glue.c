@@ -5,9 +5,11 @@
  * a decision in it lives in Rust (vmwlch.rs); keep this file boring.
  *
  * Locking: vmwlch_mutex serialises every writer of the Rust state (IPVS
- * scheduler callbacks, which already hold the IPVS config mutex, and the
- * netlink commands). schedule() runs under rcu_read_lock() in softirq or
- * process context and only reads the RCU-published snapshot.
+ * scheduler callbacks, which already hold the IPVS config mutex, the
+ * netlink commands and the per-namespace rebuild work). schedule() runs
+ * under rcu_read_lock() in softirq or process context and only reads the
+ * RCU-published snapshot, or the service's own list (plain wlc) while the
+ * snapshot is not current.
  */
 
 #define KMSG_COMPONENT "IPVS"
@@ -31,14 +33,11 @@
 static DEFINE_MUTEX(vmwlch_mutex);
 static unsigned int vmwlch_net_id __read_mostly;
 
-struct vmwlch_counters {
-	u64 decisions;
-	u64 no_dest;
-};
-
 struct vmwlch_net {
 	void __rcu *state;
 	struct vmwlch_counters __percpu *stats;
+	/* Coalesced snapshot rebuilds and retries (src/pace.rs). */
+	struct delayed_work rebuild;
 };
 
 /*
@@ -98,6 +97,53 @@ int vmwlch_svc_walk(struct ip_vs_service *svc,
 			return ret;
 	}
 	return 0;
+}
+
+int vmwlch_svc_walk_rcu(struct ip_vs_service *svc,
+			int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx)
+{
+	struct ip_vs_dest *dest;
+	int ret = 0;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(dest, &svc->destinations, n_list) {
+		ret = cb(ctx, dest);
+		if (ret)
+			break;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+unsigned long vmwlch_svc_slot(const struct ip_vs_service *svc)
+{
+	return (unsigned long)svc->sched_data;
+}
+
+void vmwlch_svc_set_slot(struct ip_vs_service *svc, unsigned long slot)
+{
+	svc->sched_data = (void *)slot;
+}
+
+void vmwlch_queue_rebuild(void *vn, unsigned long delay)
+{
+	struct vmwlch_net *n = vn;
+
+	queue_delayed_work(system_unbound_wq, &n->rebuild, delay);
+}
+
+static void vmwlch_rebuild_fn(struct work_struct *work)
+{
+	struct vmwlch_net *vn = container_of(to_delayed_work(work),
+					     struct vmwlch_net, rebuild);
+	void *st;
+
+	mutex_lock(&vmwlch_mutex);
+	/* NULL once the namespace is going away (then nothing requeues us). */
+	st = rcu_dereference_protected(vn->state, lockdep_is_held(&vmwlch_mutex));
+	if (st)
+		vmwlch_rs_rebuild_work(st);
+	mutex_unlock(&vmwlch_mutex);
 }
 
 void vmwlch_retire(struct rcu_head *head)
@@ -211,6 +257,41 @@ static int vmwlch_upd_dest(struct ip_vs_service *svc, struct ip_vs_dest *dest)
 	return vmwlch_dest_event(svc, dest, vmwlch_rs_upd_dest);
 }
 
+/*
+ * Plain wlc over the service's own destinations: the loop of
+ * net/netfilter/ipvs/ip_vs_wlc.c (not callable from a module). Decisions
+ * use it while the snapshot is not current (src/pace.rs): the short window
+ * between a change of the tracked set and the rebuild, or after a rebuild
+ * that ran out of memory. Under rcu_read_lock(), like schedule().
+ */
+static struct ip_vs_dest *vmwlch_wlc(struct ip_vs_service *svc)
+{
+	struct ip_vs_dest *dest, *least = NULL;
+	int loh = 0, doh;
+
+	list_for_each_entry_rcu(dest, &svc->destinations, n_list) {
+		if (!(dest->flags & IP_VS_DEST_F_OVERLOAD) &&
+		    atomic_read(&dest->weight) > 0) {
+			least = dest;
+			loh = ip_vs_dest_conn_overhead(least);
+			goto nextstage;
+		}
+	}
+	return NULL;
+nextstage:
+	list_for_each_entry_continue_rcu(dest, &svc->destinations, n_list) {
+		if (dest->flags & IP_VS_DEST_F_OVERLOAD)
+			continue;
+		doh = ip_vs_dest_conn_overhead(dest);
+		if ((__s64)loh * atomic_read(&dest->weight) >
+		    (__s64)doh * atomic_read(&least->weight)) {
+			least = dest;
+			loh = doh;
+		}
+	}
+	return least;
+}
+
 /* The seed of one decision's tie-breaking (see vmwlch_seq). */
 static inline u64 vmwlch_seed(void)
 {
@@ -222,14 +303,19 @@ static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
 {
 	struct vmwlch_net *vn = net_generic(svc->ipvs->net, vmwlch_net_id);
 	struct ip_vs_dest *dest = NULL;
+	int stale = 1;
 	void *st;
 
 	st = rcu_dereference(vn->state);
 	if (st)
-		dest = vmwlch_rs_schedule(st, svc, kind, vmwlch_seed());
+		dest = vmwlch_rs_schedule(st, svc, kind, vmwlch_seed(), &stale);
+	if (stale) {
+		/* No current snapshot: never refuse for lack of one. */
+		dest = vmwlch_wlc(svc);
+		this_cpu_inc(vn->stats->fallback);
+	}
 	if (!dest) {
-		if (st)
-			this_cpu_inc(vn->stats->no_dest);
+		this_cpu_inc(vn->stats->no_dest);
 		ip_vs_scheduler_err(svc, "no destination available");
 	} else {
 		this_cpu_inc(vn->stats->decisions);
@@ -287,7 +373,8 @@ static int __net_init vmwlch_net_init(struct net *net)
 	vn->stats = alloc_percpu(struct vmwlch_counters);
 	if (!vn->stats)
 		return -ENOMEM;
-	st = vmwlch_rs_net_new();
+	INIT_DELAYED_WORK(&vn->rebuild, vmwlch_rebuild_fn);
+	st = vmwlch_rs_net_new(vn);
 	if (!st) {
 		free_percpu(vn->stats);
 		return -ENOMEM;
@@ -307,6 +394,8 @@ static void __net_exit vmwlch_net_exit(struct net *net)
 	st = vmwlch_state_locked(net);
 	RCU_INIT_POINTER(vn->state, NULL);
 	mutex_unlock(&vmwlch_mutex);
+	/* With the state unreachable, nothing queues the work again. */
+	cancel_delayed_work_sync(&vn->rebuild);
 	synchronize_rcu();
 	if (st)
 		vmwlch_rs_net_free(st);
@@ -448,7 +537,7 @@ static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb
 static int vmwlch_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 {
 	struct vmwlch_net *vn = net_generic(genl_info_net(info), vmwlch_net_id);
-	u64 decisions = 0, no_dest = 0;
+	struct vmwlch_counters sum = {};
 	struct sk_buff *reply;
 	int cpu, ret;
 	void *st;
@@ -460,12 +549,15 @@ static int vmwlch_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 	st = vmwlch_state_locked(genl_info_net(info));
 	if (st) {
 		for_each_possible_cpu(cpu) {
-			decisions += READ_ONCE(per_cpu_ptr(vn->stats, cpu)->decisions);
-			no_dest += READ_ONCE(per_cpu_ptr(vn->stats, cpu)->no_dest);
+			struct vmwlch_counters *c = per_cpu_ptr(vn->stats, cpu);
+
+			sum.decisions += READ_ONCE(c->decisions);
+			sum.no_dest += READ_ONCE(c->no_dest);
+			sum.fallback += READ_ONCE(c->fallback);
 		}
 	}
 	ret = st ? vmwlch_rs_fill_info(st, reply, info->snd_portid,
-				       info->snd_seq, decisions, no_dest)
+				       info->snd_seq, &sum)
 		 : -ENODEV;
 	mutex_unlock(&vmwlch_mutex);
 	if (ret) {
@@ -522,34 +614,6 @@ static struct genl_family vmwlch_genl_family = {
 static struct dentry *vmwlch_bench_file;
 static char vmwlch_bench_out[256];
 
-static struct ip_vs_dest *vmwlch_bench_wlc(struct ip_vs_service *svc)
-{
-	struct ip_vs_dest *dest, *least = NULL;
-	int loh = 0, doh;
-
-	list_for_each_entry_rcu(dest, &svc->destinations, n_list) {
-		if (!(dest->flags & IP_VS_DEST_F_OVERLOAD) &&
-		    atomic_read(&dest->weight) > 0) {
-			least = dest;
-			loh = ip_vs_dest_conn_overhead(least);
-			goto nextstage;
-		}
-	}
-	return NULL;
-nextstage:
-	list_for_each_entry_continue_rcu(dest, &svc->destinations, n_list) {
-		if (dest->flags & IP_VS_DEST_F_OVERLOAD)
-			continue;
-		doh = ip_vs_dest_conn_overhead(dest);
-		if ((__s64)loh * atomic_read(&dest->weight) >
-		    (__s64)doh * atomic_read(&least->weight)) {
-			least = dest;
-			loh = doh;
-		}
-	}
-	return least;
-}
-
 /*
  * The same wlc loop as IPVS runs it: an out-of-line function with the
  * schedule() signature, called through a pointer like svc->scheduler->schedule.
@@ -558,7 +622,7 @@ static noinline struct ip_vs_dest *
 vmwlch_bench_wlc_entry(struct ip_vs_service *svc, const struct sk_buff *skb,
 		       struct ip_vs_iphdr *iph)
 {
-	return vmwlch_bench_wlc(svc);
+	return vmwlch_wlc(svc);
 }
 
 typedef struct ip_vs_dest *(*vmwlch_bench_fn)(struct ip_vs_service *,
@@ -573,8 +637,8 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 	u64 t[4] = {}, t0, iters, i, hits = 0, chunk = 256;
 	struct ip_vs_service *svc;
 	unsigned int kind, pass;
+	int ret, stale;
 	void *st;
-	int ret;
 
 	ret = kstrtou64_from_user(ubuf, len, 10, &iters);
 	if (ret)
@@ -613,9 +677,9 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 			for (j = 0; j < n; j++) {
 				if (kind == 0)
 					hits += !!vmwlch_rs_schedule(st, svc, VMWLCH_KIND_VMWLCH,
-								     vmwlch_seed());
+								     vmwlch_seed(), &stale);
 				else if (kind == 1)
-					hits += !!vmwlch_bench_wlc(svc);
+					hits += !!vmwlch_wlc(svc);
 				else
 					hits += !!READ_ONCE(vmwlch_bench_entry[kind - 2])(svc, NULL, NULL);
 			}

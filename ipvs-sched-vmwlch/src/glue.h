@@ -37,9 +37,16 @@ struct vmwlch_live {
 	u32 flags;
 };
 
+/* Per-CPU decision counters (summed for GET_INFO; struct RawCounters in ffi.rs). */
+struct vmwlch_counters {
+	u64 decisions;
+	u64 no_dest;
+	u64 fallback;	/* decided by plain wlc: the snapshot was not current */
+};
 
 /* ---- implemented in Rust (vmwlch.rs) ---- */
-void *vmwlch_rs_net_new(void);
+/* vn: the glue's per-namespace data, passed back to vmwlch_queue_rebuild(). */
+void *vmwlch_rs_net_new(void *vn);
 void vmwlch_rs_net_free(void *state);
 int vmwlch_rs_init_service(void *state, struct ip_vs_service *svc, int kind);
 void vmwlch_rs_done_service(void *state, struct ip_vs_service *svc);
@@ -49,8 +56,11 @@ void vmwlch_rs_del_dest(void *state, struct ip_vs_service *svc,
 			struct ip_vs_dest *dest);
 void vmwlch_rs_upd_dest(void *state, struct ip_vs_service *svc,
 			struct ip_vs_dest *dest);
+/* Sets *stale (and returns NULL) if the snapshot is not current. */
 struct ip_vs_dest *vmwlch_rs_schedule(void *state, struct ip_vs_service *svc,
-				       int kind, u64 seed);
+				       int kind, u64 seed, int *stale);
+/* The rebuild work item's body (vmwlch_mutex held, process context). */
+void vmwlch_rs_rebuild_work(void *state);
 void vmwlch_rs_snapshot_free(struct rcu_head *head);
 /* Netlink commands: the attribute stream of the request (already validated
  * against the policy). Returns 0 or -errno; on error *msg is a static
@@ -67,7 +77,7 @@ int vmwlch_rs_host_index(void *state, const char *name);
 /* First tracked service (benchmark build only). */
 struct ip_vs_service *vmwlch_rs_bench_svc(void *state);
 int vmwlch_rs_fill_info(void *state, struct sk_buff *skb, u32 portid,
-			u32 seq, u64 decisions, u64 no_dest);
+			u32 seq, const struct vmwlch_counters *counters);
 
 /* ---- implemented in C (glue.c), called from Rust ---- */
 void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out);
@@ -77,6 +87,14 @@ u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16);
 /* Walk svc->destinations (caller holds the IPVS config mutex). */
 int vmwlch_svc_walk(struct ip_vs_service *svc,
 		    int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx);
+/* The same, under rcu_read_lock() (cb must not sleep). */
+int vmwlch_svc_walk_rcu(struct ip_vs_service *svc,
+			int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx);
+/* The service's slot in the Rust state, kept in svc->sched_data (0: none). */
+unsigned long vmwlch_svc_slot(const struct ip_vs_service *svc);
+void vmwlch_svc_set_slot(struct ip_vs_service *svc, unsigned long slot);
+/* Queue the namespace's snapshot rebuild in delay jiffies (no-op if queued). */
+void vmwlch_queue_rebuild(void *vn, unsigned long delay);
 void vmwlch_retire(struct rcu_head *head);
 
 /* Module setup and teardown, called from the Rust module's init and drop. */

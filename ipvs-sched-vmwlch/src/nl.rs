@@ -6,7 +6,8 @@
 
 use kernel::prelude::*;
 
-use crate::ffi::{Msg, MsgFull};
+use crate::ffi::{Msg, MsgFull, RawCounters};
+use crate::snapshot::nowarn;
 use crate::state::{Addr, Host, Inner, Member, NetState};
 use crate::uapi::*;
 
@@ -155,8 +156,8 @@ fn req_name<'a>(r: &HostReq<'a>) -> Result<&'a [u8], Reject> {
 }
 
 /// Parses a HOST_MEMBERS nest into a sorted, de-duplicated address list.
-fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
-    let mut v = KVec::new();
+fn parse_members(nest: Nla<'_>) -> Result<KVVec<Addr>, Reject> {
+    let mut v = KVVec::new();
     for a in attrs(nest.payload, nest.off + 4) {
         let a = a?;
         if a.ty != VMWLCH_MEMBER_A_ADDR {
@@ -180,7 +181,7 @@ fn parse_members(nest: Nla<'_>) -> Result<KVec<Addr>, Reject> {
                 Some(a.off),
             ));
         }
-        v.push(addr, GFP_KERNEL).map_err(|_| oom())?;
+        v.push(addr, nowarn()).map_err(|_| oom())?;
     }
     v.as_mut_slice().sort_unstable();
     let mut w = 0;
@@ -209,7 +210,7 @@ fn map_members(inner: &mut Inner, idx: u32, addrs: &[Addr]) -> Result<(), Reject
             None,
         ));
     }
-    inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
+    inner.members.reserve(new, nowarn()).map_err(|_| oom())?;
     // Nothing below can fail.
     let old_len = inner.members.len();
     for a in addrs {
@@ -230,7 +231,7 @@ fn map_members(inner: &mut Inner, idx: u32, addrs: &[Addr]) -> Result<(), Reject
                         addr: *a,
                         host: idx,
                     },
-                    GFP_KERNEL,
+                    nowarn(),
                 );
             }
         }
@@ -249,7 +250,7 @@ fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<()
         None if add_only => {
             return Err(reject(EINVAL, kernel::c_str!("missing HOST_MEMBERS"), None))
         }
-        None => KVec::new(),
+        None => KVVec::new(),
     };
     let idx = match inner.host_index(name) {
         Some(i) => i,
@@ -278,7 +279,7 @@ fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<()
                     None,
                 ));
             }
-            inner.members.reserve(new, GFP_KERNEL).map_err(|_| oom())?;
+            inner.members.reserve(new, nowarn()).map_err(|_| oom())?;
             let weight = r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT);
             inner
                 .hosts
@@ -337,7 +338,7 @@ fn cmd_del_members(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
 
 fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
     let mut hosts: KVec<Host> = KVec::new();
-    let mut members: KVec<Member> = KVec::new();
+    let mut members: KVVec<Member> = KVVec::new();
     for a in attrs(buf, 0) {
         let a = a?;
         if a.ty != VMWLCH_A_HOST {
@@ -385,7 +386,7 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
                             addr: *addr,
                             host: idx,
                         },
-                        GFP_KERNEL,
+                        nowarn(),
                     )
                     .map_err(|_| oom())?;
             }
@@ -406,7 +407,9 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
     Ok(())
 }
 
-/// Runs a changing command; on success the snapshot is rebuilt.
+/// Runs a changing command; on success the snapshot is rebuilt at once (if
+/// that runs out of memory, the previous one stays in use and the rebuild
+/// is retried: see `pace.rs`).
 pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> Result<(), Reject> {
     match cmd {
         VMWLCH_CMD_SET_HOST | VMWLCH_CMD_ADD_MEMBERS => {
@@ -439,7 +442,7 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
                 ));
             }
             inner.hosts = KVec::new();
-            inner.members = KVec::new();
+            inner.members = KVVec::new();
         }
         _ => {
             return Err(reject(
@@ -449,7 +452,7 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
             ))
         }
     }
-    st.rebuild(inner);
+    st.map_changed(inner);
     Ok(())
 }
 
@@ -499,11 +502,11 @@ pub(crate) fn fill_host(
     Ok(Fill::Done)
 }
 
-/// Writes the info reply.
+/// Writes the info reply; `current`: the published snapshot is current.
 pub(crate) fn fill_info(
     inner: &Inner,
-    decisions: u64,
-    no_dest: u64,
+    c: &RawCounters,
+    current: bool,
     msg: &mut Msg,
 ) -> Result<(), MsgFull> {
     let (svcs, dests) = inner.counts();
@@ -514,8 +517,17 @@ pub(crate) fn fill_info(
     msg.put_u32(VMWLCH_A_INFO_MEMBERS, inner.members.len() as u32)?;
     msg.put_u32(VMWLCH_A_INFO_SERVICES, svcs as u32)?;
     msg.put_u32(VMWLCH_A_INFO_DESTS, dests as u32)?;
-    msg.put_u64(VMWLCH_A_INFO_DECISIONS, decisions)?;
-    msg.put_u64(VMWLCH_A_INFO_NO_DEST, no_dest)?;
+    msg.put_u64(VMWLCH_A_INFO_DECISIONS, c.decisions)?;
+    msg.put_u64(VMWLCH_A_INFO_NO_DEST, c.no_dest)?;
     msg.put_u32(VMWLCH_A_INFO_GENERATION, inner.generation)?;
+    let p = &inner.pace.stats;
+    msg.put_u64(VMWLCH_A_INFO_FALLBACKS, c.fallback)?;
+    msg.put_u64(VMWLCH_A_INFO_REBUILDS, p.rebuilds)?;
+    msg.put_u64(VMWLCH_A_INFO_DEFERRED, p.deferred)?;
+    msg.put_u64(VMWLCH_A_INFO_REBUILD_FAILURES, p.failures)?;
+    msg.put_u64(VMWLCH_A_INFO_REBUILD_RETRIES, p.retries)?;
+    msg.put_u64(VMWLCH_A_INFO_TRACK_FAILURES, p.track_failures)?;
+    msg.put_u32(VMWLCH_A_INFO_SNAPSHOT_CURRENT, u32::from(current))?;
+    msg.put_u64(VMWLCH_A_INFO_BUILD_NS, p.build_ns)?;
     Ok(())
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Per-network-namespace state: the host map, the services bound to our
-//! schedulers with their destinations, and the RCU-published snapshot that
-//! `schedule()` reads.
+//! schedulers with their destinations (the tracked set), and the
+//! RCU-published snapshot that `schedule()` reads (`snapshot.rs`), kept up
+//! to date by `pace.rs`.
 //!
 //! # Invariants
 //!
@@ -10,19 +11,28 @@
 //!   held (every entry point except `schedule` and the RCU free callback).
 //! * `members` is sorted by address with no duplicates, and every
 //!   `Member::host` indexes `hosts`.
-//! * Every destination in a published snapshot belongs to a service that was
-//!   tracked when the snapshot was built; a destination or service leaves the
-//!   tracked set (`del_dest`/`done_service`) before IPVS frees it, and the
-//!   snapshot that still names it is freed only after an RCU grace period.
+//! * A destination or service leaves the tracked set (`del_dest`,
+//!   `done_service`) before IPVS can free it, and doing so moves the tracked
+//!   set's generation on ([`NetState::gen`]) before the callback returns:
+//!   `schedule()` uses a snapshot only while its generation is current, and
+//!   IPVS frees a destination (or service) only after a grace period that
+//!   starts later still, so no reader that used a snapshot naming it is left.
+//! * A snapshot is freed only after a grace period that starts after it was
+//!   unpublished.
+//! * `svcs[i]` holds service `s` only if `s->sched_data` is `i + 1`
+//!   ([`ffi::svc_slot`]); lookups check the service pointer anyway.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use kernel::alloc::AllocError;
+use kernel::ffi::c_void;
 use kernel::prelude::*;
 
 use crate::ffi::{self, IpVsDest, IpVsService, RcuHead};
-use crate::select::{Cluster, Live, Scope, Span, View};
+use crate::pace::Pace;
+use crate::select::Scope;
+use crate::snapshot::{nowarn, Snapshot};
 use crate::uapi::*;
 
 /// A real-server address: family and 16 bytes (IPv4 in the first 4).
@@ -93,226 +103,80 @@ pub(crate) struct Member {
 struct Dest {
     dest: *mut IpVsDest,
     addr: Addr,
+    /// Its weight was positive at the last `add_dest`/`upd_dest`.
+    weighted: bool,
+}
+
+impl Dest {
+    /// The tracking entry of a destination.
+    ///
+    /// # Safety
+    ///
+    /// `dest` is live: linked to a tracked service (under the IPVS config
+    /// mutex, or inside an RCU read-side section).
+    unsafe fn new(dest: *mut IpVsDest) -> Self {
+        // SAFETY: per the contract.
+        let (af, bytes) = unsafe { ffi::dest_addr(dest) };
+        // SAFETY: per the contract.
+        let weighted = unsafe { ffi::dest_live(dest) }.weight > 0;
+        Self {
+            dest,
+            addr: Addr { af, bytes },
+            weighted,
+        }
+    }
 }
 
 /// A service bound to `vmwlc` or `vmwlch`.
 struct Svc {
     svc: *mut IpVsService,
-    dests: KVec<Dest>,
-}
-
-/// A destination in a snapshot: the IPVS destination it stands for.
-#[derive(Clone, Copy)]
-struct SnapDest(*mut IpVsDest);
-
-impl SnapDest {
-    /// A field of the destination, at an offset from [`ffi::layout`].
-    ///
-    /// # Safety
-    ///
-    /// The destination is live (see [`Snapshot::live`]) and `off` is the
-    /// offset of a 4-byte field of `struct ip_vs_dest` accessed atomically or
-    /// with READ_ONCE by the kernel.
-    #[inline(always)]
-    unsafe fn field(&self, off: usize) -> i32 {
-        // SAFETY: per the contract the address is that of a live, aligned
-        // 4-byte field, which `AtomicI32` may view (atomic_t is an int;
-        // relaxed loads are what atomic_read()/READ_ONCE() do).
-        unsafe { &*self.0.cast::<u8>().add(off).cast::<AtomicI32>() }.load(Ordering::Relaxed)
-    }
-
-    /// The two terms of wlc's overhead: activeconns and the other counter
-    /// ([`ffi::layout::DEST_OVERHEAD_TERM`]), with one load where they are
-    /// one aligned word ([`COUNTERS_PAIRED`]).
-    ///
-    /// # Safety
-    ///
-    /// The destination is live (see [`Snapshot::live`]).
-    #[inline(always)]
-    unsafe fn counters(&self) -> (i32, i32) {
-        use ffi::layout::*;
-        if COUNTERS_PAIRED {
-            // SAFETY: the destination is live and the word at
-            // DEST_ACTIVECONNS is 8-byte aligned (COUNTERS_PAIRED). An
-            // aligned word-sized load is single-copy atomic on the 64-bit
-            // CPUs the kernel supports, so each half is a value its field
-            // held (as with READ_ONCE on the word; atomic_read() of each is a
-            // plain aligned load as well). A volatile read: the kernel's racy
-            // reads of counters that other CPUs update.
-            let x = unsafe {
-                self.0
-                    .cast::<u8>()
-                    .add(DEST_ACTIVECONNS)
-                    .cast::<u64>()
-                    .read_volatile()
-            };
-            return (x as i32, (x >> 32) as i32);
-        }
-        // SAFETY: live destination; offsets of 4-byte counters.
-        unsafe { (self.field(DEST_ACTIVECONNS), self.field(DEST_OVERHEAD_TERM)) }
-    }
-}
-
-/// The two counters of wlc's overhead are adjacent 4-byte fields, in the
-/// order active then the other, starting on an 8-byte boundary of the
-/// (kmalloc'ed, so 8-byte aligned) destination, on a little-endian 64-bit
-/// CPU: one 8-byte load reads both (half the loads of the first pass).
-const COUNTERS_PAIRED: bool = {
-    use ffi::layout::*;
-    DEST_OVERHEAD_TERM == DEST_ACTIVECONNS + 4
-        && DEST_ACTIVECONNS % 8 == 0
-        && cfg!(target_endian = "little")
-        && cfg!(target_pointer_width = "64")
-};
-
-/// Where one service's view lies in a snapshot's tables.
-#[derive(Clone, Copy)]
-struct SvcView {
-    /// The service (`struct ip_vs_service *` as an integer: the core's key).
-    svc: usize,
-    /// Its spans: a range of [`Snapshot::spans`].
-    spans: (u32, u32),
-    /// Its members on mapped hosts, then its unmapped destinations: ranges
-    /// of [`Snapshot::members`].
-    members: (u32, u32),
-    /// See `members`.
-    solo: (u32, u32),
-}
-
-/// An immutable view for `schedule()`: every tracked destination, grouped
-/// by host and within a host by service, and per service the hosts it may
-/// use.
-#[repr(C)]
-pub(crate) struct Snapshot {
-    /// Must stay the first field: the RCU callback gets its address.
-    rcu: RcuHead,
-    dests: KVec<SnapDest>,
-    spans: KVec<Span>,
-    members: KVec<u32>,
-    /// Sorted by `svc`.
-    views: KVec<SvcView>,
-}
-
-/// `table[start..end]`, or empty if the range is not within it.
-fn sub<T>(table: &[T], r: (u32, u32)) -> &[T] {
-    table.get(r.0 as usize..r.1 as usize).unwrap_or(&[])
-}
-
-// The scheduling loop calls these per destination: always inline (the test
-// kernels, like tinyconfig, optimise for size and would not).
-impl Cluster for Snapshot {
-    #[inline(always)]
-    fn view(&self, service: usize) -> View<'_> {
-        match self.views.binary_search_by_key(&service, |v| v.svc) {
-            Ok(i) => match self.views.get(i) {
-                Some(v) => View {
-                    spans: sub(&self.spans, v.spans),
-                    members: sub(&self.members, v.members),
-                    solo: sub(&self.members, v.solo),
-                },
-                None => View::EMPTY,
-            },
-            Err(_) => View::EMPTY,
-        }
-    }
-
-    #[inline(always)]
-    fn dest_count(&self) -> usize {
-        self.dests.len()
-    }
-
-    #[inline(always)]
-    fn counts(&self, dest: usize) -> (i32, i32) {
-        let Some(d) = self.dests.get(dest) else {
-            return (0, 0);
-        };
-        // SAFETY: as in `live`.
-        unsafe { d.counters() }
-    }
-
-    #[inline(always)]
-    fn live(&self, dest: usize) -> Live {
-        let Some(d) = self.dests.get(dest) else {
-            return Live {
-                weight: 0,
-                activeconns: 0,
-                inactconns: 0,
-                overloaded: true,
-            };
-        };
-        use ffi::layout::*;
-        // SAFETY: snapshots are read under rcu_read_lock() (schedule) and
-        // name only destinations that IPVS frees after a grace period that
-        // starts after this snapshot was unpublished (type invariants); the
-        // offsets are those of 4-byte atomic_t/unsigned int fields.
-        unsafe {
-            let (activeconns, inactconns) = d.counters();
-            Live {
-                weight: d.field(DEST_WEIGHT),
-                activeconns,
-                // The core's overhead is active*256 + this term: IPVS's own measure.
-                inactconns,
-                overloaded: d.field(DEST_FLAGS) as u32 & ffi::IP_VS_DEST_F_OVERLOAD != 0,
-            }
-        }
-    }
-}
-
-/// Random numbers for breaking ties within one decision: SplitMix64 over a
-/// per-decision seed (the glue's per-CPU Weyl sequence), itself mixed first
-/// so that consecutive decisions' streams do not overlap. Only computed when
-/// a decision has a tie; a decision draws at most one number per stage
-/// (host, then destination) unless more than 64 candidates tie.
-struct TieRandom {
-    seed: u64,
-    state: u64,
-}
-
-impl TieRandom {
-    /// The golden-ratio increment of SplitMix64.
-    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-
-    #[inline(always)]
-    fn new(seed: u64) -> Self {
-        Self { seed, state: 0 }
-    }
-
-    /// SplitMix64's output function.
-    #[inline(always)]
-    fn mix(mut z: u64) -> u64 {
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    #[inline(always)]
-    fn next(&mut self) -> u32 {
-        if self.state == 0 {
-            // First draw of the decision (a state that later reaches 0 merely
-            // restarts from the seed: harmless).
-            self.state = Self::mix(self.seed) | 1;
-        }
-        self.state = self.state.wrapping_add(Self::GAMMA);
-        (Self::mix(self.state) >> 32) as u32
-    }
+    dests: KVVec<Dest>,
+    /// An `add_dest` ran out of memory: `dests` may miss destinations of
+    /// the service until [`Inner::resync`] succeeds.
+    resync: bool,
 }
 
 /// State written under `vmwlch_mutex`.
 pub(crate) struct Inner {
     pub(crate) hosts: KVec<Host>,
-    pub(crate) members: KVec<Member>,
-    svcs: KVec<Option<Svc>>,
+    pub(crate) members: KVVec<Member>,
+    /// Tracked services by slot (see the invariants).
+    svcs: KVVec<Option<Svc>>,
+    /// Free slots of `svcs`.
+    free: KVVec<u32>,
+    n_svcs: usize,
+    n_dests: usize,
+    /// Bumped on every change of the map or the tracked set (reported).
     pub(crate) generation: u32,
+    /// Generation of the tracked set (mirrored in [`NetState::gen`]).
+    pub(crate) tracked_gen: u32,
+    /// When to rebuild the snapshot, and what happened so far.
+    pub(crate) pace: Pace,
 }
 
 /// The per-namespace state; C holds it as an opaque pointer.
 pub(crate) struct NetState {
     snap: AtomicPtr<Snapshot>,
+    /// The tracked set's generation: a snapshot built for another one is
+    /// stale and is not used (see the invariants).
+    gen: AtomicU32,
+    /// The glue's per-namespace data: the rebuild work item's owner.
+    vn: *mut c_void,
     inner: UnsafeCell<Inner>,
 }
 
+/// A scheduling outcome.
+pub(crate) enum Decision {
+    /// This destination.
+    Chosen(*mut IpVsDest),
+    /// No destination is eligible.
+    NoDest,
+    /// The snapshot is not current: the caller decides by plain wlc.
+    Stale,
+}
+
 /// Shrinks `v` to `len` elements.
-fn truncate<T: Copy>(v: &mut KVec<T>, len: usize) {
+fn truncate<T: Copy, A: kernel::alloc::Allocator>(v: &mut Vec<T, A>, len: usize) {
     if len < v.len() {
         // SAFETY: `len` is below the current length, so the first `len`
         // elements are initialised; `T: Copy` has no destructor to run.
@@ -321,7 +185,7 @@ fn truncate<T: Copy>(v: &mut KVec<T>, len: usize) {
 }
 
 /// Removes element `i` without keeping the order.
-fn swap_remove<T: Copy>(v: &mut KVec<T>, i: usize) {
+fn swap_remove<T: Copy, A: kernel::alloc::Allocator>(v: &mut Vec<T, A>, i: usize) {
     let n = v.len();
     if i < n {
         v.as_mut_slice().swap(i, n - 1);
@@ -391,28 +255,39 @@ impl Inner {
 
     /// Number of tracked services and destinations.
     pub(crate) fn counts(&self) -> (usize, usize) {
-        let mut s = 0;
-        let mut d = 0;
-        for svc in self.svcs.iter().flatten() {
-            s += 1;
-            d += svc.dests.len();
-        }
-        (s, d)
+        (self.n_svcs, self.n_dests)
+    }
+
+    /// Number of tracked destinations.
+    pub(crate) fn dest_count(&self) -> usize {
+        self.n_dests
+    }
+
+    /// Number of tracked services.
+    pub(crate) fn svc_count(&self) -> usize {
+        self.n_svcs
+    }
+
+    /// Every tracked destination: (service key, destination, address).
+    pub(crate) fn tracked(&self) -> impl Iterator<Item = (usize, *mut IpVsDest, &Addr)> {
+        self.svcs.iter().flatten().flat_map(|s| {
+            s.dests
+                .iter()
+                .map(move |d| (s.svc as usize, d.dest, &d.addr))
+        })
     }
 
     /// Live load of a host: (activeconns, inactconns, tracked destinations).
     pub(crate) fn host_load(&self, idx: u32) -> (u64, u64, u32) {
         let (mut a, mut i, mut n) = (0u64, 0u64, 0u32);
-        for svc in self.svcs.iter().flatten() {
-            for d in svc.dests.iter() {
-                if self.host_of(&d.addr) == Some(idx) {
-                    // SAFETY: tracked destinations are live under the mutex
-                    // (they leave the set before IPVS unlinks them).
-                    let l = unsafe { ffi::dest_live(d.dest) };
-                    a = a.saturating_add(u64::from(l.activeconns.max(0).unsigned_abs()));
-                    i = i.saturating_add(u64::from(l.inactconns.max(0).unsigned_abs()));
-                    n = n.saturating_add(1);
-                }
+        for (_, dest, addr) in self.tracked() {
+            if self.host_of(addr) == Some(idx) {
+                // SAFETY: tracked destinations are live under the mutex
+                // (they leave the set before IPVS unlinks them).
+                let l = unsafe { ffi::dest_live(dest) };
+                a = a.saturating_add(u64::from(l.activeconns.max(0).unsigned_abs()));
+                i = i.saturating_add(u64::from(l.inactconns.max(0).unsigned_abs()));
+                n = n.saturating_add(1);
             }
         }
         (a, i, n)
@@ -427,11 +302,29 @@ impl Inner {
             .map_or(core::ptr::null_mut(), |s| s.svc)
     }
 
-    fn svc_slot(&mut self, svc: *mut IpVsService) -> Option<&mut Svc> {
-        self.svcs
-            .iter_mut()
-            .flatten()
-            .find(|s| core::ptr::eq(s.svc, svc))
+    /// The slot of a tracked service: O(1) through `sched_data`, which only
+    /// we write while the service uses our scheduler.
+    fn slot_of(&self, svc: *mut IpVsService) -> Option<usize> {
+        // SAFETY: `svc` is live (every caller is a scheduler callback for it).
+        let slot = unsafe { ffi::svc_slot(svc) }.checked_sub(1)?;
+        let s = self.svcs.get(slot)?.as_ref()?;
+        core::ptr::eq(s.svc, svc).then_some(slot)
+    }
+
+    /// The slot of a tracked service, by `sched_data` or, should that not
+    /// lead to it (it always does), by a search: a service must not stay
+    /// tracked past its `done_service`.
+    fn find(&self, svc: *mut IpVsService) -> Option<usize> {
+        self.slot_of(svc).or_else(|| {
+            self.svcs
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|s| core::ptr::eq(s.svc, svc)))
+        })
+    }
+
+    fn svc_mut(&mut self, svc: *mut IpVsService) -> Option<&mut Svc> {
+        let slot = self.find(svc)?;
+        self.svcs.get_mut(slot)?.as_mut()
     }
 
     /// Starts tracking `svc` with its current destinations.
@@ -440,232 +333,201 @@ impl Inner {
     ///
     /// Called from `init_service` with the IPVS config mutex held.
     pub(crate) unsafe fn init_service(&mut self, svc: *mut IpVsService) -> Result {
-        if self.svc_slot(svc).is_some() {
+        // Not `find`: a new service is not tracked, and a search per
+        // service would make a restore quadratic again.
+        if self.slot_of(svc).is_some() {
             return Ok(());
         }
-        let mut dests = KVec::new();
-        // SAFETY: the IPVS config mutex is held (caller's contract).
-        let walked = unsafe {
-            ffi::svc_walk(svc, |d| {
-                // SAFETY: `d` is on the service's list under the config mutex.
-                let (af, bytes) = ffi::dest_addr(d);
-                dests
-                    .push(
-                        Dest {
-                            dest: d,
-                            addr: Addr { af, bytes },
-                        },
-                        GFP_KERNEL,
-                    )
-                    .map_err(|_| ENOMEM.to_errno())
-            })
+        let mut dests = KVVec::new();
+        let add = |d| {
+            // SAFETY: `d` is on the service's list under the config mutex.
+            let entry = unsafe { Dest::new(d) };
+            dests.push(entry, nowarn()).map_err(|_| ENOMEM.to_errno())
         };
-        if walked.is_err() {
+        // SAFETY: the IPVS config mutex is held (caller's contract).
+        if unsafe { ffi::svc_walk(svc, add) }.is_err() {
             return Err(ENOMEM);
         }
-        let entry = Svc { svc, dests };
-        if let Some(slot) = self.svcs.iter_mut().find(|s| s.is_none()) {
-            *slot = Some(entry);
-        } else {
-            self.svcs.push(Some(entry), GFP_KERNEL)?;
+        // Room for the slot first: nothing below fails.
+        let slot = match self.free.last().copied() {
+            Some(i) => {
+                let n = self.free.len() - 1;
+                truncate(&mut self.free, n);
+                i as usize
+            }
+            None => {
+                self.svcs.push(None, nowarn())?;
+                self.svcs.len() - 1
+            }
+        };
+        self.n_dests += dests.len();
+        self.n_svcs += 1;
+        if let Some(s) = self.svcs.get_mut(slot) {
+            *s = Some(Svc {
+                svc,
+                dests,
+                resync: false,
+            });
         }
+        // SAFETY: `svc` is live and being bound to our scheduler.
+        unsafe { ffi::svc_set_slot(svc, slot + 1) };
         Ok(())
     }
 
     /// Stops tracking `svc`.
     pub(crate) fn done_service(&mut self, svc: *mut IpVsService) {
-        if let Some(slot) = self
-            .svcs
-            .iter_mut()
-            .find(|s| s.as_ref().is_some_and(|s| core::ptr::eq(s.svc, svc)))
-        {
-            *slot = None;
+        let Some(slot) = self.find(svc) else {
+            return;
+        };
+        if let Some(s) = self.svcs.get_mut(slot).and_then(Option::take) {
+            self.n_dests -= s.dests.len();
+            self.n_svcs -= 1;
         }
+        // SAFETY: `svc` is live (done_service of it).
+        unsafe { ffi::svc_set_slot(svc, 0) };
+        // Without room in the free list the slot is merely not reused.
+        let _ = self.free.push(slot as u32, nowarn());
     }
 
-    /// Tracks a new destination of `svc`.
+    /// Tracks a new destination of `svc`. On failure the service is marked
+    /// for [`Inner::resync`], so the destination is tracked later.
     ///
     /// # Safety
     ///
     /// Called from `add_dest` with the IPVS config mutex held.
     pub(crate) unsafe fn add_dest(&mut self, svc: *mut IpVsService, dest: *mut IpVsDest) -> Result {
         // SAFETY: `dest` was just linked under the config mutex.
-        let (af, bytes) = unsafe { ffi::dest_addr(dest) };
-        let Some(s) = self.svc_slot(svc) else {
+        let entry = unsafe { Dest::new(dest) };
+        let Some(s) = self.svc_mut(svc) else {
             return Ok(());
         };
         if s.dests.iter().any(|d| core::ptr::eq(d.dest, dest)) {
             return Ok(());
         }
-        s.dests.push(
-            Dest {
-                dest,
-                addr: Addr { af, bytes },
-            },
-            GFP_KERNEL,
-        )?;
+        if s.dests.push(entry, nowarn()).is_err() {
+            s.resync = true;
+            return Err(ENOMEM);
+        }
+        self.n_dests += 1;
         Ok(())
     }
 
     /// Stops tracking a destination of `svc`.
     pub(crate) fn del_dest(&mut self, svc: *mut IpVsService, dest: *mut IpVsDest) {
-        if let Some(s) = self.svc_slot(svc) {
-            if let Some(i) = s.dests.iter().position(|d| core::ptr::eq(d.dest, dest)) {
-                swap_remove(&mut s.dests, i);
-            }
+        let Some(s) = self.svc_mut(svc) else {
+            return;
+        };
+        if let Some(i) = s.dests.iter().position(|d| core::ptr::eq(d.dest, dest)) {
+            swap_remove(&mut s.dests, i);
+            self.n_dests -= 1;
         }
     }
 
-    /// Builds the snapshot of the current state.
+    /// A destination's weight or flags were edited. Returns whether its
+    /// weight became positive (a snapshot may then leave its host out of
+    /// the service's view: stale) or stopped being so (outdated: the view
+    /// lists a host for nothing, which costs time, not correctness); `None`
+    /// if neither.
     ///
-    /// The destination table is sorted by host, then by service, so that a
-    /// host's destinations and its destinations of one service are each a
-    /// contiguous range. A service's view lists the hosts of positive weight
-    /// where it has a destination of positive weight (weights change only
-    /// through `upd_dest`, which rebuilds; the selection checks them live
-    /// anyway), and its unmapped destinations as implicit hosts.
-    fn build(&self) -> Result<KBox<Snapshot>, AllocError> {
-        /// An unmapped address is a host of its own: keys above any index.
-        const IMPLICIT: u64 = 1 << 32;
-        let (_, total) = self.counts();
-        // (host key, service, destination, positive weight)
-        let mut keyed: KVec<(u64, usize, SnapDest, bool)> = KVec::with_capacity(total, GFP_KERNEL)?;
-        let mut implicit = IMPLICIT;
-        for svc in self.svcs.iter().flatten() {
-            for d in svc.dests.iter() {
-                let key = match self.host_of(&d.addr) {
-                    Some(h) => u64::from(h),
-                    None => {
-                        implicit += 1;
-                        implicit
-                    }
-                };
-                // SAFETY: tracked destinations are live under the mutex.
-                let weighted = unsafe { ffi::dest_live(d.dest) }.weight > 0;
-                keyed.push(
-                    (key, svc.svc as usize, SnapDest(d.dest), weighted),
-                    GFP_KERNEL,
-                )?;
-            }
+    /// # Safety
+    ///
+    /// Called from `upd_dest` with the IPVS config mutex held.
+    pub(crate) unsafe fn upd_dest(
+        &mut self,
+        svc: *mut IpVsService,
+        dest: *mut IpVsDest,
+    ) -> Option<bool> {
+        // SAFETY: `dest` is linked to `svc` under the config mutex.
+        let weighted = unsafe { ffi::dest_live(dest) }.weight > 0;
+        let s = self.svc_mut(svc)?;
+        let d = s.dests.iter_mut().find(|d| core::ptr::eq(d.dest, dest))?;
+        if d.weighted == weighted {
+            return None;
         }
-        keyed.as_mut_slice().sort_unstable_by_key(|k| (k.0, k.1));
+        d.weighted = weighted;
+        Some(weighted)
+    }
 
-        // One segment per (host, service): (service, key, host range, own range, weighted).
-        let mut segs: KVec<(usize, u64, (u32, u32), (u32, u32), bool)> = KVec::new();
-        let mut dests = KVec::with_capacity(total, GFP_KERNEL)?;
-        let mut i = 0;
-        while let Some(&(key, _, _, _)) = keyed.get(i) {
-            let host_start = i;
-            let mut end = i;
-            while keyed.get(end).is_some_and(|k| k.0 == key) {
-                end += 1;
-            }
-            while i < end {
-                let Some(&(_, svc, _, _)) = keyed.get(i) else {
-                    break;
-                };
-                let own_start = i;
-                let mut weighted = false;
-                while let Some(&(_, s, d, w)) = keyed.get(i) {
-                    if i >= end || s != svc {
-                        break;
-                    }
-                    dests.push(d, GFP_KERNEL)?;
-                    weighted |= w;
-                    i += 1;
-                }
-                segs.push(
-                    (
-                        svc,
-                        key,
-                        (host_start as u32, end as u32),
-                        (own_start as u32, i as u32),
-                        weighted,
-                    ),
-                    GFP_KERNEL,
-                )?;
-            }
-        }
-        // By service, hosts in table order within a service.
-        segs.as_mut_slice().sort_unstable_by_key(|g| (g.0, g.2 .0));
+    /// Whether some service's tracking ran out of memory.
+    pub(crate) fn needs_resync(&self) -> bool {
+        self.svcs.iter().flatten().any(|s| s.resync)
+    }
 
-        let mut spans = KVec::new();
-        let mut members = KVec::with_capacity(total, GFP_KERNEL)?;
-        let mut views: KVec<SvcView> = KVec::new();
-        let mut j = 0;
-        while let Some(&(svc, ..)) = segs.get(j) {
-            let first = j;
-            while segs.get(j).is_some_and(|g| g.0 == svc) {
-                j += 1;
+    /// Re-reads the destinations of every service whose `add_dest` ran out
+    /// of memory. Runs without the IPVS config mutex (from the rebuild
+    /// work), so the list is walked under RCU: a destination seen there is
+    /// either still linked or its `del_dest` is waiting for our mutex, and
+    /// will untrack it; one unlinked before is not seen (its `del_dest`
+    /// returned before we took the mutex).
+    pub(crate) fn resync(&mut self) -> Result<(), AllocError> {
+        let mut result = Ok(());
+        for slot in 0..self.svcs.len() {
+            let Some(Some(s)) = self.svcs.get_mut(slot) else {
+                continue;
+            };
+            if !s.resync {
+                continue;
             }
-            let (span_start, member_start) = (spans.len() as u32, members.len() as u32);
-            for &(_, key, host, own, weighted) in segs.get(first..j).unwrap_or(&[]) {
-                let weight = if key >= IMPLICIT {
-                    0
-                } else {
-                    self.hosts.get(key as usize).map_or(0, |h| h.weight)
-                };
-                if key >= IMPLICIT || weight == 0 || !weighted {
-                    continue;
+            match resync_one(s.svc) {
+                Ok(dests) => {
+                    let old = core::mem::replace(&mut s.dests, dests);
+                    s.resync = false;
+                    self.n_dests = self.n_dests - old.len() + s.dests.len();
                 }
-                // Own ranges are relative to the view's member list.
-                let m = members.len() as u32 - member_start;
-                for d in own.0..own.1 {
-                    members.push(d, GFP_KERNEL)?;
-                }
-                spans.push(
-                    Span {
-                        weight,
-                        start: host.0,
-                        end: host.1,
-                        own_start: m,
-                        own_end: members.len() as u32 - member_start,
-                    },
-                    GFP_KERNEL,
-                )?;
+                Err(e) => result = Err(e),
             }
-            let solo_start = members.len() as u32;
-            for &(_, key, _, own, _) in segs.get(first..j).unwrap_or(&[]) {
-                if key >= IMPLICIT {
-                    for d in own.0..own.1 {
-                        members.push(d, GFP_KERNEL)?;
-                    }
-                }
-            }
-            views.push(
-                SvcView {
-                    svc,
-                    spans: (span_start, spans.len() as u32),
-                    members: (member_start, solo_start),
-                    solo: (solo_start, members.len() as u32),
-                },
-                GFP_KERNEL,
-            )?;
         }
-        KBox::new(
-            Snapshot {
-                rcu: RcuHead::new(),
-                dests,
-                spans,
-                members,
-                views,
-            },
-            GFP_KERNEL,
-        )
+        result
     }
 }
 
+/// The current destinations of `svc`, read under RCU.
+fn resync_one(svc: *mut IpVsService) -> Result<KVVec<Dest>, AllocError> {
+    for _ in 0..4 {
+        let mut n = 0usize;
+        let count = |_| {
+            n += 1;
+            Ok(())
+        };
+        // SAFETY: `svc` is tracked, so alive while we hold `vmwlch_mutex`
+        // (its done_service waits for the mutex).
+        let _ = unsafe { ffi::svc_walk_rcu(svc, count) };
+        // Room for a few added meanwhile; the walk cannot allocate.
+        let mut v = KVVec::with_capacity(n + 8, nowarn())?;
+        let add = |d| {
+            if v.len() == v.capacity() {
+                return Err(ENOSPC.to_errno());
+            }
+            // SAFETY: `d` is on the list inside the walk's RCU section.
+            let entry = unsafe { Dest::new(d) };
+            v.push(entry, GFP_NOWAIT).map_err(|_| ENOSPC.to_errno())
+        };
+        // SAFETY: as above.
+        if unsafe { ffi::svc_walk_rcu(svc, add) }.is_ok() {
+            return Ok(v);
+        }
+    }
+    Err(AllocError)
+}
+
 impl NetState {
-    /// A new, empty state.
-    pub(crate) fn new() -> Result<KBox<Self>, AllocError> {
+    /// A new, empty state; `vn` is the glue's per-namespace data.
+    pub(crate) fn new(vn: *mut c_void) -> Result<KBox<Self>, AllocError> {
         KBox::new(
             Self {
                 snap: AtomicPtr::new(core::ptr::null_mut()),
+                gen: AtomicU32::new(0),
+                vn,
                 inner: UnsafeCell::new(Inner {
                     hosts: KVec::new(),
-                    members: KVec::new(),
-                    svcs: KVec::new(),
+                    members: KVVec::new(),
+                    svcs: KVVec::new(),
+                    free: KVVec::new(),
+                    n_svcs: 0,
+                    n_dests: 0,
                     generation: 0,
+                    tracked_gen: 0,
+                    pace: Pace::new(),
                 }),
             },
             GFP_KERNEL,
@@ -684,23 +546,32 @@ impl NetState {
         unsafe { &mut *self.inner.get() }
     }
 
-    /// Rebuilds and publishes the snapshot after a change of `inner`.
-    ///
-    /// If memory runs out, publishes no snapshot at all (every decision
-    /// then fails with "no destination available") rather than a stale one
-    /// that could name a destination IPVS is about to free.
-    pub(crate) fn rebuild(&self, inner: &mut Inner) {
-        inner.generation = inner.generation.wrapping_add(1);
-        match inner.build() {
-            Ok(s) => self.publish(KBox::into_raw(s)),
-            Err(_) => {
-                pr_warn!("out of memory rebuilding the scheduling snapshot; scheduling is off until the next change\n");
-                self.publish(core::ptr::null_mut());
-            }
-        }
+    /// The glue's per-namespace data.
+    pub(crate) fn vn(&self) -> *mut c_void {
+        self.vn
     }
 
-    fn publish(&self, new: *mut Snapshot) {
+    /// Moves the tracked set's generation on: from now on no decision uses
+    /// a snapshot built before (called with `vmwlch_mutex` held).
+    pub(crate) fn invalidate(&self, inner: &mut Inner) {
+        inner.tracked_gen = inner.tracked_gen.wrapping_add(1);
+        self.gen.store(inner.tracked_gen, Ordering::Release);
+    }
+
+    /// Whether the published snapshot is current.
+    pub(crate) fn is_current(&self) -> bool {
+        let p = self.snap.load(Ordering::Acquire);
+        // SAFETY: called with `vmwlch_mutex` held: only writers under it
+        // unpublish (and then retire) snapshots.
+        unsafe { p.as_ref() }.is_some_and(|s| s.gen == self.gen.load(Ordering::Relaxed))
+    }
+
+    /// Publishes a new snapshot (called with `vmwlch_mutex` held).
+    pub(crate) fn publish(&self, new: KBox<Snapshot>) {
+        self.swap(KBox::into_raw(new));
+    }
+
+    fn swap(&self, new: *mut Snapshot) {
         // Release pairs with the Acquire load in `schedule` (rcu_assign_pointer).
         let old = self.snap.swap(new, Ordering::AcqRel);
         if !old.is_null() {
@@ -713,30 +584,26 @@ impl NetState {
     /// Picks a destination for a new connection to `svc`.
     ///
     /// Runs under `rcu_read_lock()`, possibly in softirq: no sleeping, no allocation.
-    pub(crate) fn schedule(&self, svc: *mut IpVsService, scope: Scope, seed: u64) -> *mut IpVsDest {
-        // Acquire pairs with the Release in `publish` (rcu_dereference).
+    #[inline(always)]
+    pub(crate) fn schedule(&self, svc: *mut IpVsService, scope: Scope, seed: u64) -> Decision {
+        // Acquire pairs with the Release in `swap` (rcu_dereference).
         let p = self.snap.load(Ordering::Acquire);
         // SAFETY: a published snapshot stays allocated until a grace period
         // after it is unpublished, and we are inside an RCU read-side section.
-        let chosen = unsafe { p.as_ref() }.and_then(|snap| {
-            let mut ties = TieRandom::new(seed);
-            crate::select::select(snap, svc as usize, scope, &mut || ties.next())
-                .and_then(|i| snap.dests.get(i))
-                .map(|d| d.0)
-        });
-        // The glue counts decisions per CPU.
-        chosen.unwrap_or(core::ptr::null_mut())
-    }
-
-    /// Frees a retired snapshot (the RCU callback).
-    ///
-    /// # Safety
-    ///
-    /// `head` is the `rcu` field of a snapshot passed to `retire`, after a grace period.
-    pub(crate) unsafe fn free_snapshot(head: *mut RcuHead) {
-        // SAFETY: per the contract, `head` is the address of a `Snapshot`
-        // leaked with `KBox::into_raw` that no reader can still see.
-        drop(unsafe { KBox::from_raw(head.cast::<Snapshot>()) });
+        let Some(snap) = (unsafe { p.as_ref() }) else {
+            return Decision::Stale;
+        };
+        // A snapshot of an older tracked set may name destinations IPVS has
+        // unlinked since. Seeing the current generation here means this
+        // read-side section started before the change that would move it on,
+        // so every destination the snapshot names outlives it (invariants).
+        if snap.gen != self.gen.load(Ordering::Relaxed) {
+            return Decision::Stale;
+        }
+        match snap.select(svc as usize, scope, seed) {
+            Some(d) => Decision::Chosen(d),
+            None => Decision::NoDest,
+        }
     }
 }
 
@@ -745,6 +612,6 @@ impl Drop for NetState {
         // The glue waited for a grace period before dropping us; the last
         // snapshot goes through call_rcu like the others (module exit runs
         // rcu_barrier()).
-        self.publish(core::ptr::null_mut());
+        self.swap(core::ptr::null_mut());
     }
 }

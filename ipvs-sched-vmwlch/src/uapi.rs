@@ -40,5 +40,13 @@ pub(crate) const VMWLCH_A_INFO_DESTS: u16 = 14;
 pub(crate) const VMWLCH_A_INFO_DECISIONS: u16 = 15;
 pub(crate) const VMWLCH_A_INFO_NO_DEST: u16 = 16;
 pub(crate) const VMWLCH_A_INFO_GENERATION: u16 = 17;
+pub(crate) const VMWLCH_A_INFO_FALLBACKS: u16 = 19;
+pub(crate) const VMWLCH_A_INFO_REBUILDS: u16 = 20;
+pub(crate) const VMWLCH_A_INFO_DEFERRED: u16 = 21;
+pub(crate) const VMWLCH_A_INFO_REBUILD_FAILURES: u16 = 22;
+pub(crate) const VMWLCH_A_INFO_REBUILD_RETRIES: u16 = 23;
+pub(crate) const VMWLCH_A_INFO_TRACK_FAILURES: u16 = 24;
+pub(crate) const VMWLCH_A_INFO_SNAPSHOT_CURRENT: u16 = 25;
+pub(crate) const VMWLCH_A_INFO_BUILD_NS: u16 = 26;
 
 pub(crate) const VMWLCH_MEMBER_A_ADDR: u16 = 1;

@@ -10,7 +10,8 @@
 //! netlink family (`include/uapi/linux/vmwlch.h`).
 //!
 //! Layout: `select.rs` is the selection (shared with user-space tests),
-//! `state.rs` the per-namespace state and snapshot, `nl.rs` the netlink
+//! `state.rs` the per-namespace state, `snapshot.rs` the snapshot that
+//! `schedule()` reads, `pace.rs` when it is rebuilt, `nl.rs` the netlink
 //! commands, `ffi.rs` the only code that calls C, `glue.c` the C side.
 
 use kernel::ffi::{c_char, c_int, c_void};
@@ -18,13 +19,16 @@ use kernel::prelude::*;
 
 mod ffi;
 mod nl;
+mod pace;
 #[path = "select.rs"]
 pub mod select;
+mod snapshot;
 mod state;
 mod uapi;
 
 use ffi::{IpVsDest, IpVsService, Msg, RcuHead, SkBuff};
-use state::{Inner, NetState};
+use snapshot::Snapshot;
+use state::{Decision, Inner, NetState};
 
 /// Version reported by `VMWLCH_CMD_GET_INFO`.
 pub(crate) const VERSION: &str = "0.1.0";
@@ -74,19 +78,21 @@ unsafe fn state<'a>(p: *mut c_void) -> &'a NetState {
     unsafe { &*p.cast::<NetState>() }
 }
 
-/// A scheduler callback's change of the tracked services and destinations,
-/// followed by a new snapshot.
+/// A scheduler callback's change of the tracked services and destinations;
+/// `change` says whether the published snapshot is stale (`Some(true)`),
+/// only outdated (`Some(false)`) or unaffected (`None`).
 ///
 /// # Safety
 ///
 /// As for [`state`]; called with `vmwlch_mutex` held.
-unsafe fn edit(p: *mut c_void, change: impl FnOnce(&mut Inner)) {
+unsafe fn edit(p: *mut c_void, change: impl FnOnce(&NetState, &mut Inner) -> Option<bool>) {
     // SAFETY: per the contract.
     let st = unsafe { state(p) };
     // SAFETY: `vmwlch_mutex` is held.
     let inner = unsafe { st.inner_mut() };
-    change(inner);
-    st.rebuild(inner);
+    if let Some(stale) = change(st, inner) {
+        st.changed(inner, stale);
+    }
 }
 
 fn scope(kind: c_int) -> select::Scope {
@@ -97,10 +103,11 @@ fn scope(kind: c_int) -> select::Scope {
     }
 }
 
-/// Allocates the state of a new network namespace (NULL on failure).
+/// Allocates the state of a new network namespace (NULL on failure); `vn`
+/// is the glue's per-namespace data (for the rebuild work item).
 #[no_mangle]
-extern "C" fn vmwlch_rs_net_new() -> *mut c_void {
-    match NetState::new() {
+extern "C" fn vmwlch_rs_net_new(vn: *mut c_void) -> *mut c_void {
+    match NetState::new(vn) {
         Ok(b) => KBox::into_raw(b).cast(),
         Err(_) => core::ptr::null_mut(),
     }
@@ -138,7 +145,8 @@ unsafe extern "C" fn vmwlch_rs_init_service(
     // SAFETY: the IPVS config mutex is held.
     match unsafe { inner.init_service(svc) } {
         Ok(()) => {
-            st.rebuild(inner);
+            // The snapshot has no view of the new service: stale.
+            st.changed(inner, true);
             0
         }
         Err(e) => e.to_errno(),
@@ -152,8 +160,13 @@ unsafe extern "C" fn vmwlch_rs_init_service(
 /// As for [`vmwlch_rs_init_service`].
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsService) {
+    let untrack = |_: &NetState, inner: &mut Inner| {
+        inner.done_service(svc);
+        // IPVS frees the service's destinations after this: stale.
+        Some(true)
+    };
     // SAFETY: per the contract.
-    unsafe { edit(st, |inner| inner.done_service(svc)) };
+    unsafe { edit(st, untrack) };
 }
 
 /// `add_dest`: track a new destination.
@@ -167,13 +180,15 @@ unsafe extern "C" fn vmwlch_rs_add_dest(
     svc: *mut IpVsService,
     dest: *mut IpVsDest,
 ) {
-    let track = |inner: &mut Inner| {
+    let track = |st: &NetState, inner: &mut Inner| {
         // SAFETY: the IPVS config mutex is held.
         if unsafe { inner.add_dest(svc, dest) }.is_err() {
-            // IPVS ignores add_dest's result: the destination stays untracked
-            // (never chosen) until the service is re-initialised.
-            pr_warn!("out of memory tracking a new destination; it will not be scheduled\n");
+            // IPVS ignores add_dest's result: the service is re-read at the
+            // next rebuild (and retried until that succeeds).
+            st.track_failed(inner);
         }
+        // Not in the snapshot: stale until one that has it is published.
+        Some(true)
     };
     // SAFETY: per the contract.
     unsafe { edit(st, track) };
@@ -190,8 +205,14 @@ unsafe extern "C" fn vmwlch_rs_del_dest(
     svc: *mut IpVsService,
     dest: *mut IpVsDest,
 ) {
+    let untrack = |_: &NetState, inner: &mut Inner| {
+        inner.del_dest(svc, dest);
+        // IPVS frees it after a grace period: no decision may use a
+        // snapshot that names it from now on.
+        Some(true)
+    };
     // SAFETY: per the contract.
-    unsafe { edit(st, |inner| inner.del_dest(svc, dest)) };
+    unsafe { edit(st, untrack) };
 }
 
 /// `upd_dest`: a destination's weight or flags were edited.
@@ -202,30 +223,56 @@ unsafe extern "C" fn vmwlch_rs_del_dest(
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_upd_dest(
     st: *mut c_void,
-    _svc: *mut IpVsService,
-    _dest: *mut IpVsDest,
+    svc: *mut IpVsService,
+    dest: *mut IpVsDest,
 ) {
-    // Nothing to record: the snapshot is rebuilt so that a weight set to 0
-    // takes the destination out of the views.
+    // Only a weight that becomes positive or stops being so matters (see
+    // `Inner::upd_dest`); other edits leave the snapshot exact.
+    // SAFETY: the IPVS config mutex is held (contract).
+    let weight = |_: &NetState, inner: &mut Inner| unsafe { inner.upd_dest(svc, dest) };
     // SAFETY: per the contract.
-    unsafe { edit(st, |_| ()) };
+    unsafe { edit(st, weight) };
 }
 
-/// `schedule`: pick a destination (NULL if none is eligible).
+/// The rebuild work item: rebuilds the snapshot if one is pending.
+///
+/// # Safety
+///
+/// `st` is a live state; called with `vmwlch_mutex` held, from process context.
+#[no_mangle]
+unsafe extern "C" fn vmwlch_rs_rebuild_work(st: *mut c_void) {
+    // SAFETY: per the contract.
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held.
+    let inner = unsafe { st.inner_mut() };
+    st.work(inner);
+}
+
+/// `schedule`: pick a destination (NULL if none is eligible). Sets `*stale`
+/// (and returns NULL) if the snapshot is not current: the glue then decides
+/// by plain wlc.
 ///
 /// # Safety
 ///
 /// `st` is a live state reached through `rcu_dereference` inside the RCU
-/// read-side section that IPVS holds around `schedule`.
+/// read-side section that IPVS holds around `schedule`; `stale` is writable.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_schedule(
     st: *mut c_void,
     svc: *mut IpVsService,
     kind: c_int,
     seed: u64,
+    stale: *mut c_int,
 ) -> *mut IpVsDest {
     // SAFETY: per the contract.
-    unsafe { state(st) }.schedule(svc, scope(kind), seed)
+    let (dest, is_stale) = match unsafe { state(st) }.schedule(svc, scope(kind), seed) {
+        Decision::Chosen(d) => (d, 0),
+        Decision::NoDest => (core::ptr::null_mut(), 0),
+        Decision::Stale => (core::ptr::null_mut(), 1),
+    };
+    // SAFETY: writable (contract).
+    unsafe { *stale = is_stale };
+    dest
 }
 
 /// RCU callback freeing a retired snapshot.
@@ -236,7 +283,7 @@ unsafe extern "C" fn vmwlch_rs_schedule(
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_snapshot_free(head: *mut RcuHead) {
     // SAFETY: per the contract.
-    unsafe { NetState::free_snapshot(head) }
+    unsafe { Snapshot::free(head) }
 }
 
 /// A changing netlink command.
@@ -342,24 +389,27 @@ unsafe extern "C" fn vmwlch_rs_fill_host(
 ///
 /// # Safety
 ///
-/// As for [`vmwlch_rs_fill_host`].
+/// As for [`vmwlch_rs_fill_host`]; `counters` is readable.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_fill_info(
     st: *mut c_void,
     skb: *mut SkBuff,
     portid: u32,
     seq: u32,
-    decisions: u64,
-    no_dest: u64,
+    counters: *const ffi::RawCounters,
 ) -> c_int {
     // SAFETY: per the contract.
-    let inner = unsafe { state(st).inner_mut() };
+    let st = unsafe { state(st) };
+    // SAFETY: `vmwlch_mutex` is held (contract).
+    let inner = unsafe { st.inner_mut() };
     // SAFETY: `skb` is valid and ours (contract).
     let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, 0, uapi::VMWLCH_CMD_GET_INFO) })
     else {
         return -(kernel::bindings::EMSGSIZE as c_int);
     };
-    match nl::fill_info(inner, decisions, no_dest, &mut msg) {
+    // SAFETY: `counters` is readable (contract).
+    let c = unsafe { *counters };
+    match nl::fill_info(inner, &c, st.is_current(), &mut msg) {
         Ok(()) => {
             msg.end();
             0

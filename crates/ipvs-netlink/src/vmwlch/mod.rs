@@ -82,6 +82,24 @@ pub struct VmwlchInfo {
     pub no_dest: u64,
     /// Map/destination generation counter.
     pub generation: u32,
+    /// Decisions made by plain wlc while the scheduling snapshot was not
+    /// current (right after a change, or after a rebuild that failed).
+    pub fallbacks: u64,
+    /// Snapshots built and published.
+    pub rebuilds: u64,
+    /// Changes whose rebuild was deferred and coalesced.
+    pub deferred: u64,
+    /// Rebuilds that ran out of memory.
+    pub rebuild_failures: u64,
+    /// Rebuilds retried after a failure.
+    pub rebuild_retries: u64,
+    /// New destinations whose tracking ran out of memory (retried).
+    pub track_failures: u64,
+    /// Whether decisions use the snapshot (false: plain wlc for now);
+    /// `None` from a module without the attribute.
+    pub snapshot_current: Option<bool>,
+    /// Time spent building snapshots (ns).
+    pub build_ns: u64,
 }
 
 /// The message shown when the family is missing.
@@ -265,6 +283,14 @@ impl<'a> HostMap<'a> {
             decisions: a.u64(VMWLCH_A_INFO_DECISIONS)?.unwrap_or(0),
             no_dest: a.u64(VMWLCH_A_INFO_NO_DEST)?.unwrap_or(0),
             generation: a.u32(VMWLCH_A_INFO_GENERATION)?.unwrap_or(0),
+            fallbacks: a.u64(VMWLCH_A_INFO_FALLBACKS)?.unwrap_or(0),
+            rebuilds: a.u64(VMWLCH_A_INFO_REBUILDS)?.unwrap_or(0),
+            deferred: a.u64(VMWLCH_A_INFO_DEFERRED)?.unwrap_or(0),
+            rebuild_failures: a.u64(VMWLCH_A_INFO_REBUILD_FAILURES)?.unwrap_or(0),
+            rebuild_retries: a.u64(VMWLCH_A_INFO_REBUILD_RETRIES)?.unwrap_or(0),
+            track_failures: a.u64(VMWLCH_A_INFO_TRACK_FAILURES)?.unwrap_or(0),
+            snapshot_current: a.u32(VMWLCH_A_INFO_SNAPSHOT_CURRENT)?.map(|v| v != 0),
+            build_ns: a.u64(VMWLCH_A_INFO_BUILD_NS)?.unwrap_or(0),
         })
     }
 }

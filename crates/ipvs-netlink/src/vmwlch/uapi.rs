@@ -56,7 +56,15 @@ pub mod attr {
     pub const VMWLCH_A_INFO_NO_DEST: u16 = 16;
     pub const VMWLCH_A_INFO_GENERATION: u16 = 17;
     pub const VMWLCH_A_PAD: u16 = 18;
-    pub const VMWLCH_A_MAX: u16 = 18;
+    pub const VMWLCH_A_INFO_FALLBACKS: u16 = 19;
+    pub const VMWLCH_A_INFO_REBUILDS: u16 = 20;
+    pub const VMWLCH_A_INFO_DEFERRED: u16 = 21;
+    pub const VMWLCH_A_INFO_REBUILD_FAILURES: u16 = 22;
+    pub const VMWLCH_A_INFO_REBUILD_RETRIES: u16 = 23;
+    pub const VMWLCH_A_INFO_TRACK_FAILURES: u16 = 24;
+    pub const VMWLCH_A_INFO_SNAPSHOT_CURRENT: u16 = 25;
+    pub const VMWLCH_A_INFO_BUILD_NS: u16 = 26;
+    pub const VMWLCH_A_MAX: u16 = 26;
     pub const VMWLCH_MEMBER_A_UNSPEC: u16 = 0;
     pub const VMWLCH_MEMBER_A_ADDR: u16 = 1;
     pub const VMWLCH_MEMBER_A_MAX: u16 = 1;
@@ -184,6 +192,29 @@ mod tests {
                 VMWLCH_A_INFO_GENERATION.to_string(),
             ),
             ("VMWLCH_A_PAD", VMWLCH_A_PAD.to_string()),
+            (
+                "VMWLCH_A_INFO_FALLBACKS",
+                VMWLCH_A_INFO_FALLBACKS.to_string(),
+            ),
+            ("VMWLCH_A_INFO_REBUILDS", VMWLCH_A_INFO_REBUILDS.to_string()),
+            ("VMWLCH_A_INFO_DEFERRED", VMWLCH_A_INFO_DEFERRED.to_string()),
+            (
+                "VMWLCH_A_INFO_REBUILD_FAILURES",
+                VMWLCH_A_INFO_REBUILD_FAILURES.to_string(),
+            ),
+            (
+                "VMWLCH_A_INFO_REBUILD_RETRIES",
+                VMWLCH_A_INFO_REBUILD_RETRIES.to_string(),
+            ),
+            (
+                "VMWLCH_A_INFO_TRACK_FAILURES",
+                VMWLCH_A_INFO_TRACK_FAILURES.to_string(),
+            ),
+            (
+                "VMWLCH_A_INFO_SNAPSHOT_CURRENT",
+                VMWLCH_A_INFO_SNAPSHOT_CURRENT.to_string(),
+            ),
+            ("VMWLCH_A_INFO_BUILD_NS", VMWLCH_A_INFO_BUILD_NS.to_string()),
             ("VMWLCH_A_MAX", VMWLCH_A_MAX.to_string()),
             ("VMWLCH_MEMBER_A_UNSPEC", VMWLCH_MEMBER_A_UNSPEC.to_string()),
             ("VMWLCH_MEMBER_A_ADDR", VMWLCH_MEMBER_A_ADDR.to_string()),

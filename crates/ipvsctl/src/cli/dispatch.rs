@@ -265,9 +265,16 @@ fn host(hc: HostCmd) -> Result<(), Fail> {
         HostCmd::Info(o) => {
             let i = hm.info()?;
             print_out(o.output, &i, || {
+                let current = match i.snapshot_current {
+                    Some(true) => "current",
+                    Some(false) => "stale (plain wlc until rebuilt)",
+                    None => "unknown",
+                };
                 format!(
-                    "version {}\nhosts {}/{}\nmembers {}/{}\nservices {}\ndests {}\ndecisions {}\nno_dest {}\ngeneration {}\n",
-                    i.version, i.hosts, i.max_hosts, i.members, i.max_members, i.services, i.dests, i.decisions, i.no_dest, i.generation
+                    "version {}\nhosts {}/{}\nmembers {}/{}\nservices {}\ndests {}\ndecisions {}\nno_dest {}\ngeneration {}\n\
+                     snapshot {}\nfallbacks {}\nrebuilds {}\ndeferred {}\nrebuild_failures {}\nrebuild_retries {}\ntrack_failures {}\nbuild_ms {}\n",
+                    i.version, i.hosts, i.max_hosts, i.members, i.max_members, i.services, i.dests, i.decisions, i.no_dest, i.generation,
+                    current, i.fallbacks, i.rebuilds, i.deferred, i.rebuild_failures, i.rebuild_retries, i.track_failures, i.build_ns / 1_000_000
                 )
             })
         }

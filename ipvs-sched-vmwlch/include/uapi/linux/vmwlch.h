@@ -70,6 +70,21 @@ enum vmwlch_attr {
 	VMWLCH_A_INFO_NO_DEST,		/* u64: decisions with no eligible dest */
 	VMWLCH_A_INFO_GENERATION,	/* u32: bumped on every map/dest change */
 	VMWLCH_A_PAD,
+	/* The scheduling snapshot (see the module's README): */
+	VMWLCH_A_INFO_FALLBACKS,	/* u64: decisions made by plain wlc over
+					 * the service while the snapshot was
+					 * not current (after a change, until
+					 * its rebuild; or after a failed one) */
+	VMWLCH_A_INFO_REBUILDS,		/* u64: snapshots built and published */
+	VMWLCH_A_INFO_DEFERRED,		/* u64: changes whose rebuild was
+					 * deferred and coalesced with others */
+	VMWLCH_A_INFO_REBUILD_FAILURES,	/* u64: rebuilds that ran out of memory */
+	VMWLCH_A_INFO_REBUILD_RETRIES,	/* u64: rebuilds retried after a failure */
+	VMWLCH_A_INFO_TRACK_FAILURES,	/* u64: add_dest callbacks that ran out
+					 * of memory (re-read at the next rebuild) */
+	VMWLCH_A_INFO_SNAPSHOT_CURRENT,	/* u32: 1 if decisions use the snapshot,
+					 * 0 while they fall back to plain wlc */
+	VMWLCH_A_INFO_BUILD_NS,		/* u64: time spent building snapshots (ns) */
 	__VMWLCH_A_MAX,
 };
 #define VMWLCH_A_MAX (__VMWLCH_A_MAX - 1)

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The immutable snapshot that `schedule()` reads, and how it is built from
+//! the writers' state.
+//!
+//! A snapshot holds every tracked destination grouped by host (and within a
+//! host by service), and per service a view of the hosts it may use. It
+//! records the generation of the tracked set it was built from
+//! ([`Snapshot::gen`]): `schedule()` uses it only while that is still the
+//! namespace's generation (see `state.rs` for when it moves on and why).
+//!
+//! The tables can be large (one entry per tracked destination, 150,000 and
+//! more), so they are `KVVec`s: kmalloc when that is cheap, vmalloc when
+//! contiguous pages are not to be had. A failure is handled (the caller
+//! keeps serving and retries), so the allocations do not warn.
+
+use core::sync::atomic::{AtomicI32, Ordering};
+
+use kernel::alloc::{AllocError, Flags};
+use kernel::prelude::*;
+
+use crate::ffi::{self, IpVsDest, RcuHead};
+use crate::select::{Cluster, Live, Scope, Span, View};
+use crate::state::Inner;
+
+/// Allocation flags for tables whose allocation failure is handled.
+#[inline]
+pub(crate) fn nowarn() -> Flags {
+    GFP_KERNEL | __GFP_NOWARN
+}
+
+/// A destination in a snapshot: the IPVS destination it stands for.
+#[derive(Clone, Copy)]
+struct SnapDest(*mut IpVsDest);
+
+impl SnapDest {
+    /// A field of the destination, at an offset from [`ffi::layout`].
+    ///
+    /// # Safety
+    ///
+    /// The destination is live (see [`Snapshot::live`]) and `off` is the
+    /// offset of a 4-byte field of `struct ip_vs_dest` accessed atomically or
+    /// with READ_ONCE by the kernel.
+    #[inline(always)]
+    unsafe fn field(&self, off: usize) -> i32 {
+        // SAFETY: per the contract the address is that of a live, aligned
+        // 4-byte field, which `AtomicI32` may view (atomic_t is an int;
+        // relaxed loads are what atomic_read()/READ_ONCE() do).
+        unsafe { &*self.0.cast::<u8>().add(off).cast::<AtomicI32>() }.load(Ordering::Relaxed)
+    }
+
+    /// The two terms of wlc's overhead: activeconns and the other counter
+    /// ([`ffi::layout::DEST_OVERHEAD_TERM`]), with one load where they are
+    /// one aligned word ([`COUNTERS_PAIRED`]).
+    ///
+    /// # Safety
+    ///
+    /// The destination is live (see [`Snapshot::live`]).
+    #[inline(always)]
+    unsafe fn counters(&self) -> (i32, i32) {
+        use ffi::layout::*;
+        if COUNTERS_PAIRED {
+            // SAFETY: the destination is live and the word at
+            // DEST_ACTIVECONNS is 8-byte aligned (COUNTERS_PAIRED). An
+            // aligned word-sized load is single-copy atomic on the 64-bit
+            // CPUs the kernel supports, so each half is a value its field
+            // held (as with READ_ONCE on the word; atomic_read() of each is a
+            // plain aligned load as well). A volatile read: the kernel's racy
+            // reads of counters that other CPUs update.
+            let x = unsafe {
+                self.0
+                    .cast::<u8>()
+                    .add(DEST_ACTIVECONNS)
+                    .cast::<u64>()
+                    .read_volatile()
+            };
+            return (x as i32, (x >> 32) as i32);
+        }
+        // SAFETY: live destination; offsets of 4-byte counters.
+        unsafe { (self.field(DEST_ACTIVECONNS), self.field(DEST_OVERHEAD_TERM)) }
+    }
+}
+
+/// The two counters of wlc's overhead are adjacent 4-byte fields, in the
+/// order active then the other, starting on an 8-byte boundary of the
+/// (kmalloc'ed, so 8-byte aligned) destination, on a little-endian 64-bit
+/// CPU: one 8-byte load reads both (half the loads of the first pass).
+const COUNTERS_PAIRED: bool = {
+    use ffi::layout::*;
+    DEST_OVERHEAD_TERM == DEST_ACTIVECONNS + 4
+        && DEST_ACTIVECONNS % 8 == 0
+        && cfg!(target_endian = "little")
+        && cfg!(target_pointer_width = "64")
+};
+
+/// Where one service's view lies in a snapshot's tables.
+#[derive(Clone, Copy)]
+struct SvcView {
+    /// The service (`struct ip_vs_service *` as an integer: the core's key).
+    svc: usize,
+    /// Its spans: a range of [`Snapshot::spans`].
+    spans: (u32, u32),
+    /// Its members on mapped hosts, then its unmapped destinations: ranges
+    /// of [`Snapshot::members`].
+    members: (u32, u32),
+    /// See `members`.
+    solo: (u32, u32),
+}
+
+/// An immutable view for `schedule()`: every tracked destination, grouped
+/// by host and within a host by service, and per service the hosts it may
+/// use.
+#[repr(C)]
+pub(crate) struct Snapshot {
+    /// Must stay the first field: the RCU callback gets its address.
+    rcu: RcuHead,
+    /// The generation of the tracked set this snapshot shows.
+    pub(crate) gen: u32,
+    dests: KVVec<SnapDest>,
+    spans: KVVec<Span>,
+    members: KVVec<u32>,
+    /// Sorted by `svc`.
+    views: KVVec<SvcView>,
+}
+
+/// `table[start..end]`, or empty if the range is not within it.
+fn sub<T>(table: &[T], r: (u32, u32)) -> &[T] {
+    table.get(r.0 as usize..r.1 as usize).unwrap_or(&[])
+}
+
+// The scheduling loop calls these per destination: always inline (the test
+// kernels, like tinyconfig, optimise for size and would not).
+impl Cluster for Snapshot {
+    #[inline(always)]
+    fn view(&self, service: usize) -> View<'_> {
+        match self.views.binary_search_by_key(&service, |v| v.svc) {
+            Ok(i) => match self.views.get(i) {
+                Some(v) => View {
+                    spans: sub(&self.spans, v.spans),
+                    members: sub(&self.members, v.members),
+                    solo: sub(&self.members, v.solo),
+                },
+                None => View::EMPTY,
+            },
+            Err(_) => View::EMPTY,
+        }
+    }
+
+    #[inline(always)]
+    fn dest_count(&self) -> usize {
+        self.dests.len()
+    }
+
+    #[inline(always)]
+    fn counts(&self, dest: usize) -> (i32, i32) {
+        let Some(d) = self.dests.get(dest) else {
+            return (0, 0);
+        };
+        // SAFETY: as in `live`.
+        unsafe { d.counters() }
+    }
+
+    #[inline(always)]
+    fn live(&self, dest: usize) -> Live {
+        let Some(d) = self.dests.get(dest) else {
+            return Live {
+                weight: 0,
+                activeconns: 0,
+                inactconns: 0,
+                overloaded: true,
+            };
+        };
+        use ffi::layout::*;
+        // SAFETY: snapshots are read under rcu_read_lock() (schedule) and
+        // name only destinations that IPVS frees after a grace period that
+        // starts after this snapshot was unpublished (type invariants); the
+        // offsets are those of 4-byte atomic_t/unsigned int fields.
+        unsafe {
+            let (activeconns, inactconns) = d.counters();
+            Live {
+                weight: d.field(DEST_WEIGHT),
+                activeconns,
+                // The core's overhead is active*256 + this term: IPVS's own measure.
+                inactconns,
+                overloaded: d.field(DEST_FLAGS) as u32 & ffi::IP_VS_DEST_F_OVERLOAD != 0,
+            }
+        }
+    }
+}
+
+/// Random numbers for breaking ties within one decision: SplitMix64 over a
+/// per-decision seed (the glue's per-CPU Weyl sequence), itself mixed first
+/// so that consecutive decisions' streams do not overlap. Only computed when
+/// a decision has a tie; a decision draws at most one number per stage
+/// (host, then destination) unless more than 64 candidates tie.
+struct TieRandom {
+    seed: u64,
+    state: u64,
+}
+
+impl TieRandom {
+    /// The golden-ratio increment of SplitMix64.
+    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    #[inline(always)]
+    fn new(seed: u64) -> Self {
+        Self { seed, state: 0 }
+    }
+
+    /// SplitMix64's output function.
+    #[inline(always)]
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    #[inline(always)]
+    fn next(&mut self) -> u32 {
+        if self.state == 0 {
+            // First draw of the decision (a state that later reaches 0 merely
+            // restarts from the seed: harmless).
+            self.state = Self::mix(self.seed) | 1;
+        }
+        self.state = self.state.wrapping_add(Self::GAMMA);
+        (Self::mix(self.state) >> 32) as u32
+    }
+}
+
+/// An unmapped address is a host of its own: keys above any host index.
+const IMPLICIT: u64 = 1 << 32;
+
+/// A tracked destination keyed for grouping: (host key, service,
+/// destination, positive weight).
+type Keyed = (u64, usize, SnapDest, bool);
+
+/// One (host, service) segment of the destination table: (service, host
+/// key, the host's range, the service's own range within it, whether one
+/// of the service's destinations there has a positive weight).
+type Seg = (usize, u64, (u32, u32), (u32, u32), bool);
+
+/// Every tracked destination with its host key, sorted by host, then
+/// service, so that a host's destinations and its destinations of one
+/// service are each a contiguous range.
+fn keyed(inner: &Inner) -> Result<KVVec<Keyed>, AllocError> {
+    let mut keyed = KVVec::with_capacity(inner.dest_count(), nowarn())?;
+    let mut implicit = IMPLICIT;
+    for (svc, dest, addr) in inner.tracked() {
+        let key = match inner.host_of(addr) {
+            Some(h) => u64::from(h),
+            None => {
+                implicit += 1;
+                implicit
+            }
+        };
+        // SAFETY: tracked destinations are live under the mutex.
+        let weighted = unsafe { ffi::dest_live(dest) }.weight > 0;
+        keyed.push((key, svc, SnapDest(dest), weighted), nowarn())?;
+    }
+    keyed.as_mut_slice().sort_unstable_by_key(|k| (k.0, k.1));
+    Ok(keyed)
+}
+
+/// The destination table and its (host, service) segments, sorted by
+/// service and, within a service, in table order.
+fn segments(keyed: &[Keyed]) -> Result<(KVVec<SnapDest>, KVVec<Seg>), AllocError> {
+    let mut segs: KVVec<Seg> = KVVec::with_capacity(keyed.len(), nowarn())?;
+    let mut dests = KVVec::with_capacity(keyed.len(), nowarn())?;
+    let mut i = 0;
+    while let Some(&(key, _, _, _)) = keyed.get(i) {
+        let host_start = i;
+        let mut end = i;
+        while keyed.get(end).is_some_and(|k| k.0 == key) {
+            end += 1;
+        }
+        while i < end {
+            let Some(&(_, svc, _, _)) = keyed.get(i) else {
+                break;
+            };
+            let own_start = i;
+            let mut weighted = false;
+            while let Some(&(_, s, d, w)) = keyed.get(i) {
+                if i >= end || s != svc {
+                    break;
+                }
+                dests.push(d, nowarn())?;
+                weighted |= w;
+                i += 1;
+            }
+            let host = (host_start as u32, end as u32);
+            let own = (own_start as u32, i as u32);
+            segs.push((svc, key, host, own, weighted), nowarn())?;
+        }
+    }
+    segs.as_mut_slice().sort_unstable_by_key(|g| (g.0, g.2 .0));
+    Ok((dests, segs))
+}
+
+/// The per-service tables of a snapshot.
+struct Views {
+    spans: KVVec<Span>,
+    members: KVVec<u32>,
+    views: KVVec<SvcView>,
+}
+
+/// A service's view lists the hosts of positive weight where it has a
+/// destination of positive weight (an `upd_dest` that gives a destination
+/// a positive weight again makes the snapshot stale; the selection checks
+/// weights live anyway), and its unmapped destinations as implicit hosts.
+fn views(inner: &Inner, segs: &[Seg]) -> Result<Views, AllocError> {
+    let n = segs.len();
+    let mut spans = KVVec::with_capacity(n, nowarn())?;
+    let mut members = KVVec::with_capacity(inner.dest_count(), nowarn())?;
+    let mut views: KVVec<SvcView> = KVVec::with_capacity(inner.svc_count(), nowarn())?;
+    let mut j = 0;
+    while let Some(&(svc, ..)) = segs.get(j) {
+        let first = j;
+        while segs.get(j).is_some_and(|g| g.0 == svc) {
+            j += 1;
+        }
+        let mine = segs.get(first..j).unwrap_or(&[]);
+        let (span_start, member_start) = (spans.len() as u32, members.len() as u32);
+        for &(_, key, host, own, weighted) in mine {
+            let weight = if key >= IMPLICIT {
+                0
+            } else {
+                inner.hosts.get(key as usize).map_or(0, |h| h.weight)
+            };
+            if key >= IMPLICIT || weight == 0 || !weighted {
+                continue;
+            }
+            // Own ranges are relative to the view's member list.
+            let m = members.len() as u32 - member_start;
+            for d in own.0..own.1 {
+                members.push(d, nowarn())?;
+            }
+            let own_end = members.len() as u32 - member_start;
+            spans.push(
+                Span {
+                    weight,
+                    start: host.0,
+                    end: host.1,
+                    own_start: m,
+                    own_end,
+                },
+                nowarn(),
+            )?;
+        }
+        let solo_start = members.len() as u32;
+        for &(_, key, _, own, _) in mine {
+            if key >= IMPLICIT {
+                for d in own.0..own.1 {
+                    members.push(d, nowarn())?;
+                }
+            }
+        }
+        let view = SvcView {
+            svc,
+            spans: (span_start, spans.len() as u32),
+            members: (member_start, solo_start),
+            solo: (solo_start, members.len() as u32),
+        };
+        views.push(view, nowarn())?;
+    }
+    Ok(Views {
+        spans,
+        members,
+        views,
+    })
+}
+
+/// Builds the snapshot of `inner`'s current state, for generation `gen`.
+/// O(D log D) for D tracked destinations; every allocation may fail.
+pub(crate) fn build(inner: &Inner, gen: u32) -> Result<KBox<Snapshot>, AllocError> {
+    let keyed = keyed(inner)?;
+    let (dests, segs) = segments(&keyed)?;
+    drop(keyed);
+    let v = views(inner, &segs)?;
+    KBox::new(
+        Snapshot {
+            rcu: RcuHead::new(),
+            gen,
+            dests,
+            spans: v.spans,
+            members: v.members,
+            views: v.views,
+        },
+        nowarn(),
+    )
+}
+
+impl Snapshot {
+    /// The destination for a new connection to `svc`, if one is eligible.
+    ///
+    /// Runs under `rcu_read_lock()`: no sleeping, no allocation.
+    #[inline(always)]
+    pub(crate) fn select(&self, svc: usize, scope: Scope, seed: u64) -> Option<*mut IpVsDest> {
+        let mut ties = TieRandom::new(seed);
+        crate::select::select(self, svc, scope, &mut || ties.next())
+            .and_then(|i| self.dests.get(i))
+            .map(|d| d.0)
+    }
+
+    /// Frees a retired snapshot (the RCU callback).
+    ///
+    /// # Safety
+    ///
+    /// `head` is the `rcu` field of a snapshot passed to `retire`, after a grace period.
+    pub(crate) unsafe fn free(head: *mut RcuHead) {
+        // SAFETY: per the contract, `head` is the address of a `Snapshot`
+        // leaked with `KBox::into_raw` that no reader can still see.
+        drop(unsafe { KBox::from_raw(head.cast::<Snapshot>()) });
+    }
+}
