@@ -7,7 +7,7 @@
 #   keepalive          the daemon, its systemd unit, /etc/keepalive/ example, man page
 #   ip-vs-vmwlch-dkms  the kernel module's source for DKMS, modprobe alias
 #
-#   scripts/package.sh [--lintian] [--out DIR]
+#   scripts/package.sh [--lintian] [--reproducible] [--out DIR]
 #
 # Versions come from the workspace (crates' Cargo.toml; dkms.conf must agree);
 # a commit that is not tagged v<version> gets ~git<date>.<commit> appended.
@@ -15,16 +15,19 @@
 # give the same bytes. The release binaries are built with the same cargo
 # command as scripts/setup.sh (nothing to do if the suite built them).
 # --lintian: run lintian on the packages; its warnings and errors fail.
+# --reproducible: build a second time in another directory; the packages
+# must be byte-identical.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 OUT="$REPO/target/debian"
-LINTIAN=0
+LINTIAN=0 REPRO=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --lintian) LINTIAN=1 ;;
+        --reproducible) REPRO=1 ;;
         --out) OUT="${2:?--out needs a directory}"; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) die "unknown option '$1' (try --help)" ;;
     esac
     shift
@@ -61,42 +64,46 @@ fi
 log "cargo build --release --workspace"
 (cd "$REPO" && cargo build --release --workspace --locked --quiet)
 
-# --- the tree dpkg-buildpackage works in ---
-STAGE="$OUT/build/ipvs-vmwlch-$DEBVER"
-rm -rf "$OUT"
-mkdir -p "$STAGE/build/bin" "$STAGE/build/dkms/src" "$STAGE/build/keepalive"
-cp -r "$REPO/packaging/debian" "$STAGE/debian"
-cp "$REPO/target/release/ipvsctl" "$REPO/target/release/keepalive" "$STAGE/build/bin/"
-# The module's sources only: objects and the generated src/layout.rs belong
-# to the kernel they were built for.
-M="$REPO/ipvs-sched-vmwlch"
-cp -r "$M/Kbuild" "$M/Makefile" "$M/dkms.conf" "$M/README.md" "$M/include" "$STAGE/build/dkms/"
-find "$M/src" -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' -o -name '*.rs' \) ! -name layout.rs \
-    -exec cp {} "$STAGE/build/dkms/src/" \;
-cp "$REPO/crates/keepalive/keepalive.service" "$STAGE/debian/keepalive.service"
-cp "$REPO/crates/keepalive/keepalive.example.yaml" "$REPO/crates/keepalive/README.md" "$STAGE/build/keepalive/"
-MAINT="$(sed -n 's/^Maintainer: //p' "$STAGE/debian/control")"
-cat > "$STAGE/debian/changelog" <<EOF
-ipvs-vmwlch ($DEBVER) bookworm; urgency=medium
-
-  * Built from commit $COMMIT.
-
- -- $MAINT  $(date -R -d "@$SOURCE_DATE_EPOCH")
-EOF
-
-log "dpkg-buildpackage ($DEBVER)"
-(cd "$STAGE" && dpkg-buildpackage -b --no-sign --no-pre-clean -j1) > "$OUT/build.log" 2>&1 ||
-    { tail -30 "$OUT/build.log" >&2; die "dpkg-buildpackage failed (log: $OUT/build.log)"; }
-mv "$OUT"/build/*.deb "$OUT/"
+# --- the tree dpkg-buildpackage works in; the packages go to $2 ---
+build_debs() { # staging-parent outdir
+    local stage="$1/ipvs-vmwlch-$DEBVER" M="$REPO/ipvs-sched-vmwlch" maint
+    mkdir -p "$stage/build/bin" "$stage/build/dkms/src" "$stage/build/keepalive" "$2"
+    cp -r "$REPO/packaging/debian" "$stage/debian"
+    cp "$REPO/target/release/ipvsctl" "$REPO/target/release/keepalive" "$stage/build/bin/"
+    # The module's sources only: objects and the generated src/layout.rs
+    # belong to the kernel they were built for.
+    cp -r "$M/Kbuild" "$M/Makefile" "$M/dkms.conf" "$M/README.md" "$M/include" "$stage/build/dkms/"
+    find "$M/src" -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' -o -name '*.rs' \) ! -name layout.rs \
+        -exec cp {} "$stage/build/dkms/src/" \;
+    cp "$REPO/crates/keepalive/keepalive.service" "$stage/debian/keepalive.service"
+    cp "$REPO/crates/keepalive/keepalive.example.yaml" "$REPO/crates/keepalive/README.md" "$stage/build/keepalive/"
+    maint="$(sed -n 's/^Maintainer: //p' "$stage/debian/control")"
+    printf '%s\n' "ipvs-vmwlch ($DEBVER) bookworm; urgency=medium" "" "  * Built from commit $COMMIT." "" \
+        " -- $maint  $(date -R -d "@$SOURCE_DATE_EPOCH")" > "$stage/debian/changelog"
+    log "dpkg-buildpackage ($DEBVER) in $1"
+    (cd "$stage" && dpkg-buildpackage -b --no-sign --no-pre-clean -j1) > "$1/build.log" 2>&1 ||
+        { tail -30 "$1/build.log" >&2; die "dpkg-buildpackage failed (log: $1/build.log)"; }
+    mv "$1"/*.deb "$2/"
+}
+rm -rf "$OUT/build" "$OUT/rebuild" "$OUT/SHA256SUMS" "$OUT"/*.deb
+build_debs "$OUT/build" "$OUT"
 
 for deb in "$OUT"/*.deb; do
     printf '%s  %s\n' "$(sha256sum < "$deb" | cut -d' ' -f1)" "$(basename "$deb")"
 done | tee "$OUT/SHA256SUMS"
 
+if [ $REPRO = 1 ]; then
+    build_debs "$OUT/rebuild" "$OUT/rebuild/debs"
+    (cd "$OUT/rebuild/debs" && sha256sum -c --quiet "$OUT/SHA256SUMS") ||
+        die "a second build (in $OUT/rebuild) gave different packages: not reproducible (compare them with diffoscope)"
+    log "reproducible: a second build in another directory gave the same bytes"
+fi
+
 if [ $LINTIAN = 1 ]; then
     log "lintian"
-    # --fail-on: warnings count too; info tags are shown.
-    lintian --info --display-info --fail-on error,warning "$OUT"/*.deb ||
+    # --fail-on: warnings count too; info tags and the overridden tags
+    # (each with its reason in packaging/debian/*.lintian-overrides) are shown.
+    lintian --info --display-info --show-overrides --fail-on error,warning "$OUT"/*.deb ||
         die "lintian found errors or warnings (above)"
     log "lintian: no errors or warnings"
 fi
