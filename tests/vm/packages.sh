@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# vm-env: VM_TIMEOUT=3600
 # The Debian packages (scripts/package.sh, target/debian/*.deb) installed the
 # way an operator installs them, on the test kernel: dpkg -i of all four;
 # DKMS builds ip_vs_vmwlch for the running kernel from its build tree and
@@ -68,11 +69,7 @@ changes > "$WORKDIR/before"
 
 log "dpkg -i ${debs[*]##*/}"
 t=$SECONDS
-if ! dpkg -i "${debs[@]}" > "$WORKDIR/install.log" 2>&1; then
-    cat "$WORKDIR/install.log" >&2
-    fail "dpkg -i failed"
-fi
-cat "$WORKDIR/install.log" >&2
+dpkg -i "${debs[@]}" 2>&1 | tee "$WORKDIR/install.log" >&2 || fail "dpkg -i failed"
 log "installed in $((SECONDS - t)) s"
 grep -q "Removing ipvsadm" "$WORKDIR/install.log" || fail "dpkg did not replace Debian's ipvsadm (Conflicts/Replaces)"
 grep -q "Building for $rel.* $norust" "$WORKDIR/install.log" || fail "dkms did not consider both kernels"
@@ -82,9 +79,13 @@ status="$(dkms status ip_vs_vmwlch)"
 log "dkms status: $status"
 [[ "$status" == *"$rel, x86_64: installed"* ]] || fail "dkms did not install the module for $rel"
 [[ "$status" != *"$norust"* ]] || fail "dkms built for $norust, which has no CONFIG_RUST"
-# The kernel's own postinst hook on a kernel without Rust: a skip, not an error.
-out="$(dkms autoinstall -k "$norust" 2>&1)" || fail "dkms autoinstall -k $norust failed: $out"
-log "dkms autoinstall -k $norust: $out"
+# Asked explicitly, dkms refuses the kernel without Rust with its "skipped"
+# status (77). (Its autoinstall, the kernel hook, reports that skip as an
+# error in bookworm's dkms 3.0.10: dkms-project/dkms#302, see README.md.)
+rc=0; out="$(dkms install -m ip_vs_vmwlch -v 0.1.0 -k "$norust" 2>&1)" || rc=$?
+log "dkms install -k $norust (status $rc): $out"
+[ "$rc" = 77 ] || fail "dkms install -k $norust: status $rc, expected 77 (skipped)"
+[[ "$out" == *"BUILD_EXCLUSIVE directive which does not match this kernel"* ]] || fail "dkms did not say why it skipped $norust"
 [ ! -e "/lib/modules/$norust/updates" ] || fail "something was installed for $norust"
 
 ko="/lib/modules/$rel/updates/dkms/ip_vs_vmwlch.ko"
@@ -134,21 +135,28 @@ log "dpkg -r (checks so far took $((SECONDS - t)) s)"
 dpkg -r ipvsctl-ipvsadm keepalive ipvsctl ip-vs-vmwlch-dkms >&2
 modinfo ip_vs_vmwlch >/dev/null 2>&1 && fail "the module is still installed after dpkg -r"
 [ -z "$(dkms status ip_vs_vmwlch)" ] || fail "dkms still knows the module: $(dkms status ip_vs_vmwlch)"
-# Left after removal: the conffile and the dpkg-removed ipvsadm's files
-# (whiteouts; its conffiles stay, as after any dpkg -r).
+# What removal may leave (everything else must go): Debian's ipvsadm's files,
+# which dpkg removed in favour of ours (whiteouts; its conffiles stay, as
+# after any dpkg -r), and DKMS's own module-signing key (made on its first
+# build, for every module: dkms's, not this package's).
 ipvsadm_files="$(dpkg-query --admindir="$HOSTROOT/var/lib/dpkg" -L ipvsadm)"
-left() {
+left() { # extra-allowed-regex
     changes > "$WORKDIR/after"
     comm -13 "$WORKDIR/before" "$WORKDIR/after" | while read -r type path; do
-        [ "$type" = c ] && grep -qx -e "$path" -e "${path/#\/usr\/sbin\//\/sbin/}" <<< "$ipvsadm_files" && continue
+        [ "$type" = c ] && grep -qx -e "$path" -e "${path/#\/usr\/sbin\//\/sbin\/}" <<< "$ipvsadm_files" && continue
+        [[ "$type $path" =~ ^f\ /var/lib/dkms/mok\.(key|pub)$ ]] && continue
+        [[ "$type $path" =~ $1 ]] && continue
         echo "$type $path"
     done
 }
-removed="$(left)"
-[ "$removed" = "f /etc/keepalive/keepalive.example.yaml" ] || fail "after dpkg -r, expected only the conffile left, got:
+# After dpkg -r also the conffile, and the unit's enablement (debhelper
+# keeps it until purge, as for every Debian service).
+after_r='^(f /etc/keepalive/keepalive\.example\.yaml|d /etc/keepalive|l /etc/systemd/system/(multi-user\.target\.wants/)?keepalive\.service|[fd] /var/lib/systemd/deb-systemd-helper-(enabled|masked)(/.*)?)$'
+removed="$(left "$after_r")"
+[ -z "$removed" ] || fail "left after dpkg -r (besides the conffile and the unit's enablement):
 $removed"
 dpkg --purge ipvsctl-ipvsadm keepalive ipvsctl ip-vs-vmwlch-dkms >&2
-purged="$(left)"
+purged="$(left '^$')"
 [ -z "$purged" ] || fail "left after dpkg --purge:
 $purged"
 log "removal and purge left nothing behind (whole test: $SECONDS s)"
