@@ -82,7 +82,8 @@ log "dkms status: $status"
 # Asked explicitly, dkms refuses the kernel without Rust with its "skipped"
 # status (77). (Its autoinstall, the kernel hook, reports that skip as an
 # error in bookworm's dkms 3.0.10: dkms-project/dkms#302, see README.md.)
-rc=0; out="$(dkms install -m ip_vs_vmwlch -v 0.1.0 -k "$norust" 2>&1)" || rc=$?
+modver="$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' /usr/src/ip_vs_vmwlch-*/dkms.conf)"
+rc=0; out="$(dkms install -m ip_vs_vmwlch -v "$modver" -k "$norust" 2>&1)" || rc=$?
 log "dkms install -k $norust (status $rc): $out"
 [ "$rc" = 77 ] || fail "dkms install -k $norust: status $rc, expected 77 (skipped)"
 [[ "$out" == *"BUILD_EXCLUSIVE directive which does not match this kernel"* ]] || fail "dkms did not say why it skipped $norust"
