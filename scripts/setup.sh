@@ -40,6 +40,8 @@ PACKAGES=(
     gnuplot-nox
     # lints run by scripts/test.sh (shell, Python)
     shellcheck pyflakes3
+    # Debian packages (scripts/package.sh) and their test: debhelper, DKMS, lintian
+    dpkg-dev debhelper dh-dkms dkms fakeroot lintian
 )
 
 install_packages() {

@@ -74,6 +74,13 @@ echo "  cargo test: ${cp:-0} passed, ${cf:-0} failed, ${ci:-0} ignored in $((SEC
 
 match() { [ -z "${TEST_FILTER:-}" ] || [[ "$1" =~ $TEST_FILTER ]]; }
 
+group packages "Debian packages (built here, installed by tests/vm/packages.sh)"
+# Builds target/debian/*.deb (reusing the release build), twice: the same
+# bytes both times; lintian's output is in the step's log.
+if match scripts/package.sh || match tests/vm/packages.sh; then
+    step "scripts/package.sh --lintian --reproducible" scripts/package.sh --lintian --reproducible
+fi
+
 group bed "test bed (host side of the VM runner)"
 for t in tests/bed/*.sh; do
     { [ -e "$t" ] && match "$t"; } || continue

@@ -38,10 +38,23 @@ struct Args {
     /// Log filter (tracing env-filter syntax); overrides RUST_LOG.
     #[arg(long)]
     log_level: Option<String>,
+    /// Print the man page (roff, section 8) and exit (for packaging).
+    #[arg(long, hide = true)]
+    man: bool,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.man {
+        let page = clap_mangen::Man::new(<Args as clap::CommandFactory>::command()).section("8");
+        return match page.render(&mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("keepalive: cannot write the man page: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let filter = args
         .log_level
         .clone()

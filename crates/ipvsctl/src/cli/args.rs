@@ -68,6 +68,9 @@ pub enum Cmd {
         /// Write ipvsctl.1 (and one page per subcommand) here.
         #[arg(long)]
         out_dir: Option<PathBuf>,
+        /// Manual section of the pages (8 for an administrator's command, as packaged).
+        #[arg(long, default_value = "1")]
+        section: String,
     },
 }
 

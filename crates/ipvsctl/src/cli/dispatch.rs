@@ -57,7 +57,7 @@ pub(super) fn load(path: &PathBuf, drain: bool) -> Result<cluster::Desired, Fail
 pub(super) fn dispatch(cmd: Cmd) -> Result<(), Fail> {
     match cmd {
         Cmd::Completions { shell } => completions(shell),
-        Cmd::Man { out_dir } => man(out_dir),
+        Cmd::Man { out_dir, section } => man(out_dir, &section),
         Cmd::Service(sc) => service(sc),
         Cmd::Dest(dc) => dest(dc),
         Cmd::List(a) => list(a),
@@ -80,15 +80,27 @@ fn completions(shell: clap_complete::Shell) -> Result<(), Fail> {
     Ok(())
 }
 
-fn man(out_dir: Option<PathBuf>) -> Result<(), Fail> {
-    let c = Cli::command();
+fn man(out_dir: Option<PathBuf>, section: &str) -> Result<(), Fail> {
+    let io = |e: std::io::Error| Fail(1, e.to_string());
+    let mut c = Cli::command().disable_help_subcommand(true);
+    c.build();
     match out_dir {
         None => clap_mangen::Man::new(c)
+            .section(section)
             .render(&mut std::io::stdout())
-            .map_err(|e| Fail(1, e.to_string())),
+            .map_err(io),
         Some(d) => {
-            std::fs::create_dir_all(&d).map_err(|e| Fail(1, e.to_string()))?;
-            clap_mangen::generate_to(c, &d).map_err(|e| Fail(1, e.to_string()))
+            // clap_mangen::generate_to, with the section: one page per
+            // (visible) subcommand, named ipvsctl-SUB.SECTION.
+            fn pages(c: clap::Command, d: &std::path::Path, section: &str) -> std::io::Result<()> {
+                for sub in c.get_subcommands().filter(|s| !s.is_hide_set()) {
+                    pages(sub.clone(), d, section)?;
+                }
+                clap_mangen::Man::new(c).section(section).generate_to(d)?;
+                Ok(())
+            }
+            std::fs::create_dir_all(&d).map_err(io)?;
+            pages(c, &d, section).map_err(io)
         }
     }
 }
