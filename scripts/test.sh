@@ -96,8 +96,14 @@ done
 group VM "VM tests (test kernel under qemu)"
 # A test's "# vm-env: VAR=VALUE ..." line sets vm.sh's environment for it
 # (e.g. VM_CPU_QUOTA=50: the demo smoke runs on a VM slowed down on purpose).
+# A "# vm-opt-in: VAR reason" line: the test runs only with VAR=1 (counted
+# as skipped otherwise, with the reason).
 for t in tests/vm/*.sh; do
     { [ -e "$t" ] && match "$t"; } || continue
+    read -r opt_var opt_why <<< "$(sed -n 's/^# vm-opt-in: //p' "$t" | head -1)"
+    if [ -n "$opt_var" ] && [ "${!opt_var:-0}" != 1 ]; then
+        record "$t" 77 0; echo "        (opt-in: $opt_var=1; $opt_why)"; continue
+    fi
     read -ra vm_env <<< "$(sed -n 's/^# vm-env: //p' "$t" | head -1)"
     step "$t" env ${vm_env[@]+"${vm_env[@]}"} scripts/vm.sh -- "$REPO/$t"
 done
