@@ -49,8 +49,9 @@ changes() {
         find "$u" -mindepth 1 -printf '%y %P\n' | while read -r type path; do
             [ "$type" = d ] && [ -e "$HOSTROOT/$d/$path" ] && continue
             case "$d/$path" in
-                # dpkg's own database and log of what happened
-                var/lib/dpkg/*) continue ;;
+                # dpkg's own database; debconf's (Debian's ipvsadm, which
+                # dpkg removes in favour of ours, keeps its answers there)
+                var/lib/dpkg/* | var/cache/debconf/*) continue ;;
             esac
             echo "$type /$d/$path"
         done
@@ -98,6 +99,9 @@ rmmod ip_vs_vmwlch
 # /sbin/ipvsadm is ours (the path Debian's package used: not lost when dpkg
 # removed that package, although /sbin is /usr/sbin on disk).
 [ "$(readlink -f /sbin/ipvsadm)" = /usr/sbin/ipvsctl ] || fail "/sbin/ipvsadm is $(readlink -f /sbin/ipvsadm), not ipvsctl"
+# IPVS accepts real servers only at addresses it can route to.
+ip link set lo up
+ip route add 10.1.0.0/24 dev lo
 # IPVS loads the scheduler's module on first use, by name and by alias.
 ipvsadm -A -t 192.0.2.1:80 -s vmwlch
 grep -q '^ip_vs_vmwlch ' /proc/modules || fail "-s vmwlch did not autoload ip_vs_vmwlch"
@@ -118,6 +122,7 @@ for args in -Ln -Sn; do
     cmp "$WORKDIR/ours" "$WORKDIR/debian" ||
         fail "ipvsadm $args differs from Debian's: $(diff "$WORKDIR/debian" "$WORKDIR/ours")"
 done
+[ "$(grep -c '^-a' "$WORKDIR/debian")" = 3 ] || fail "ipvsadm-restore did not add the 3 real servers: $(cat "$WORKDIR/debian")"
 [ "$(ipvsadm-save -n)" = "$(cat "$WORKDIR/debian")" ] || fail "ipvsadm-save -n differs from ipvsadm -Sn"
 ipvsadm -C
 rmmod ip_vs_vmwlch
