@@ -428,13 +428,50 @@ static const struct nla_policy vmwlch_host_policy[VMWLCH_A_MAX + 1] = {
 	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
 };
 
-static const struct nla_policy vmwlch_policy[VMWLCH_A_MAX + 1] = {
-	[VMWLCH_A_HOST_NAME] = { .type = NLA_NUL_STRING,
-				 .len = VMWLCH_HOST_NAME_MAX - 1 },
+/*
+ * One policy per command: an attribute a command does not take is refused
+ * by the core's strict validation instead of being ignored.
+ */
+#define VMWLCH_NAME_POLICY { .type = NLA_NUL_STRING, .len = VMWLCH_HOST_NAME_MAX - 1 }
+
+static const struct nla_policy vmwlch_set_host_policy[VMWLCH_A_HOST_MEMBERS + 1] = {
+	[VMWLCH_A_HOST_NAME] = VMWLCH_NAME_POLICY,
 	[VMWLCH_A_HOST_WEIGHT] = NLA_POLICY_FULL_RANGE(NLA_U32, &vmwlch_weight_range),
 	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
+};
+
+static const struct nla_policy vmwlch_add_members_policy[VMWLCH_A_HOST_MEMBERS + 1] = {
+	[VMWLCH_A_HOST_NAME] = VMWLCH_NAME_POLICY,
+	[VMWLCH_A_HOST_WEIGHT] = { .type = NLA_REJECT,
+				   .reject_message = "ADD_MEMBERS does not change the weight: use SET_HOST" },
+	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
+};
+
+static const struct nla_policy vmwlch_del_members_policy[VMWLCH_A_HOST_MEMBERS + 1] = {
+	[VMWLCH_A_HOST_NAME] = VMWLCH_NAME_POLICY,
+	[VMWLCH_A_HOST_WEIGHT] = { .type = NLA_REJECT,
+				   .reject_message = "DEL_MEMBERS takes no weight" },
+	[VMWLCH_A_HOST_MEMBERS] = NLA_POLICY_NESTED(vmwlch_member_policy),
+};
+
+static const struct nla_policy vmwlch_name_policy[VMWLCH_A_HOST_NAME + 1] = {
+	[VMWLCH_A_HOST_NAME] = VMWLCH_NAME_POLICY,
+};
+
+#define VMWLCH_ONLY_HOST { .type = NLA_REJECT, \
+	.reject_message = "REPLACE_MAP takes only HOST attributes (nested)" }
+
+static const struct nla_policy vmwlch_replace_policy[VMWLCH_A_HOST + 1] = {
+	[VMWLCH_A_HOST_NAME] = VMWLCH_ONLY_HOST,
+	[VMWLCH_A_HOST_WEIGHT] = VMWLCH_ONLY_HOST,
+	[VMWLCH_A_HOST_MEMBERS] = VMWLCH_ONLY_HOST,
 	[VMWLCH_A_HOST] = NLA_POLICY_NESTED(vmwlch_host_policy),
 };
+
+/* FLUSH, GET_INFO and the host dump take no attributes. (A maxattr of 0
+ * would skip parsing altogether: with 1 and no entries, strict validation
+ * refuses any attribute.) */
+static const struct nla_policy vmwlch_no_policy[VMWLCH_A_HOST_NAME + 1] = {};
 
 static struct genl_family vmwlch_genl_family;
 
@@ -515,10 +552,18 @@ static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb
 
 	mutex_lock(&vmwlch_mutex);
 	st = vmwlch_state_locked(sock_net(skb->sk));
+	/* A change between two parts of the dump flags the next message
+	 * NLM_F_DUMP_INTR (hosts may have moved): the client dumps again. */
+	if (st)
+		cb->seq = vmwlch_rs_generation(st) ?: 1;
 	while (st) {
+		unsigned int start = skb->len;
+
 		ret = vmwlch_rs_fill_host(st, idx, &member_off, skb,
 					  NETLINK_CB(cb->skb).portid,
 					  cb->nlh->nlmsg_seq, NLM_F_MULTI);
+		if (skb->len > start)
+			nl_dump_check_consistent(cb, (struct nlmsghdr *)(skb->data + start));
 		if (ret)
 			break;
 		idx++;
@@ -567,34 +612,36 @@ static int vmwlch_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(reply, info);
 }
 
-static const struct genl_ops vmwlch_genl_ops[] = {
-	{ .cmd = VMWLCH_CMD_SET_HOST, .doit = vmwlch_nl_change,
-	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = VMWLCH_CMD_DEL_HOST, .doit = vmwlch_nl_change,
-	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = VMWLCH_CMD_ADD_MEMBERS, .doit = vmwlch_nl_change,
-	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = VMWLCH_CMD_DEL_MEMBERS, .doit = vmwlch_nl_change,
-	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = VMWLCH_CMD_REPLACE_MAP, .doit = vmwlch_nl_change,
-	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = VMWLCH_CMD_FLUSH, .doit = vmwlch_nl_change,
-	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = VMWLCH_CMD_GET_HOST, .doit = vmwlch_nl_get_host,
-	  .dumpit = vmwlch_nl_dump_hosts, .flags = GENL_ADMIN_PERM },
-	{ .cmd = VMWLCH_CMD_GET_INFO, .doit = vmwlch_nl_get_info,
-	  .flags = GENL_ADMIN_PERM },
+/*
+ * GENL_UNS_ADMIN_PERM: CAP_NET_ADMIN in the user namespace that owns the
+ * network namespace, as the uAPI header says (the map is per namespace).
+ * Split ops, sorted by command, so each has its own policy.
+ */
+#define VMWLCH_DO(c, fn, pol) { .cmd = (c), .doit = (fn), .policy = (pol), \
+	.maxattr = ARRAY_SIZE(pol) - 1, .flags = GENL_UNS_ADMIN_PERM | GENL_CMD_CAP_DO }
+
+static const struct genl_split_ops vmwlch_genl_ops[] = {
+	VMWLCH_DO(VMWLCH_CMD_SET_HOST, vmwlch_nl_change, vmwlch_set_host_policy),
+	VMWLCH_DO(VMWLCH_CMD_DEL_HOST, vmwlch_nl_change, vmwlch_name_policy),
+	VMWLCH_DO(VMWLCH_CMD_ADD_MEMBERS, vmwlch_nl_change, vmwlch_add_members_policy),
+	VMWLCH_DO(VMWLCH_CMD_DEL_MEMBERS, vmwlch_nl_change, vmwlch_del_members_policy),
+	VMWLCH_DO(VMWLCH_CMD_REPLACE_MAP, vmwlch_nl_change, vmwlch_replace_policy),
+	VMWLCH_DO(VMWLCH_CMD_FLUSH, vmwlch_nl_change, vmwlch_no_policy),
+	VMWLCH_DO(VMWLCH_CMD_GET_HOST, vmwlch_nl_get_host, vmwlch_name_policy),
+	{ .cmd = VMWLCH_CMD_GET_HOST, .dumpit = vmwlch_nl_dump_hosts,
+	  .policy = vmwlch_no_policy, .maxattr = ARRAY_SIZE(vmwlch_no_policy) - 1,
+	  .flags = GENL_UNS_ADMIN_PERM | GENL_CMD_CAP_DUMP },
+	VMWLCH_DO(VMWLCH_CMD_GET_INFO, vmwlch_nl_get_info, vmwlch_no_policy),
 };
 
 static struct genl_family vmwlch_genl_family = {
 	.name = VMWLCH_GENL_NAME,
 	.version = VMWLCH_GENL_VERSION,
-	.maxattr = VMWLCH_A_MAX,
-	.policy = vmwlch_policy,
+	.maxattr = VMWLCH_A_MAX,	/* reported to the controller only */
 	.netnsok = true,
 	.module = THIS_MODULE,
-	.ops = vmwlch_genl_ops,
-	.n_ops = ARRAY_SIZE(vmwlch_genl_ops),
+	.split_ops = vmwlch_genl_ops,
+	.n_split_ops = ARRAY_SIZE(vmwlch_genl_ops),
 	/* strict validation (no trailing data, no unknown attributes) for all */
 	.resv_start_op = VMWLCH_CMD_UNSPEC + 1,
 };
@@ -788,6 +835,9 @@ void vmwlch_glue_exit(void)
 	unregister_ip_vs_scheduler(&vmwlch_scheduler);
 	unregister_ip_vs_scheduler(&vmwlc_scheduler);
 	unregister_pernet_subsys(&vmwlch_net_ops);
-	/* wait for snapshot frees queued with call_rcu (they run module code) */
+	/* A packet may still be in our schedule() (IPVS drops its module
+	 * reference without a grace period): wait for such readers, then for
+	 * the snapshot frees queued with call_rcu (they run module code). */
+	synchronize_rcu();
 	rcu_barrier();
 }

@@ -72,6 +72,8 @@ int vmwlch_rs_cmd(void *state, u8 cmd, const void *attrs, int len,
  * *member_off), -ENOENT past the last host, -EMSGSIZE if nothing fit. */
 int vmwlch_rs_fill_host(void *state, u32 idx, u32 *member_off,
 			struct sk_buff *skb, u32 portid, u32 seq, int flags);
+/* The generation of the map and the tracked set (moves on every change). */
+u32 vmwlch_rs_generation(void *state);
 /* Look a host up by name (NUL-terminated); returns its index or -ENOENT. */
 int vmwlch_rs_host_index(void *state, const char *name);
 /* First tracked service (benchmark build only). */

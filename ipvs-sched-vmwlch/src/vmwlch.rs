@@ -325,6 +325,18 @@ unsafe extern "C" fn vmwlch_rs_cmd(
     }
 }
 
+/// The map's and tracked set's generation: a host dump whose parts saw
+/// different ones is flagged `NLM_F_DUMP_INTR`.
+///
+/// # Safety
+///
+/// `st` is a live state and `vmwlch_mutex` is held.
+#[no_mangle]
+unsafe extern "C" fn vmwlch_rs_generation(st: *mut c_void) -> u32 {
+    // SAFETY: per the contract.
+    unsafe { state(st).inner_mut() }.generation
+}
+
 /// Looks a host up by its NUL-terminated name.
 ///
 /// # Safety

@@ -134,26 +134,33 @@ def worker(ns, seed, seconds):
     nl.s.settimeout(2.0)
     sent = ok = failed = lost = 0
     end = time.time() + seconds
-    with open("/proc/self/make-it-fail", "w") as f:
-        f.write("1\n")
-    for seq, m in msgs:
-        if time.time() > end:
-            break
-        try:
-            nl.s.send(m)
-            sent += 1
-            while True:
-                n = nl.s.recv_into(buf)
-                if n >= 20 and struct.unpack_from("=I", buf, 8)[0] == seq:
-                    break
-            if struct.unpack_from("=H", buf, 4)[0] == 2 and struct.unpack_from("=i", buf, 16)[0]:
-                failed += 1
-            else:
-                ok += 1
-        except OSError:
-            lost += 1  # an ack lost to a failed allocation (ENOBUFS, timeout)
-    with open("/proc/self/make-it-fail", "w") as f:
-        f.write("0\n")
+    # Opened before the flag is set: opening it while flagged can fail
+    # (ENOMEM), and so can anything else that allocates, such as reading this
+    # script's source for a traceback over 9p, which leaves the VM's root
+    # file system unusable. So nothing but the netlink loop runs flagged, and
+    # the flag is cleared whatever happens in it.
+    flag = os.open("/proc/self/make-it-fail", os.O_WRONLY)
+    os.write(flag, b"1")
+    try:
+        for seq, m in msgs:
+            if time.time() > end:
+                break
+            try:
+                nl.s.send(m)
+                sent += 1
+                while True:
+                    n = nl.s.recv_into(buf)
+                    if n >= 20 and struct.unpack_from("=I", buf, 8)[0] == seq:
+                        break
+                if struct.unpack_from("=H", buf, 4)[0] == 2 and struct.unpack_from("=i", buf, 16)[0]:
+                    failed += 1
+                else:
+                    ok += 1
+            except OSError:
+                lost += 1  # an ack lost to a failed allocation (ENOBUFS, timeout)
+    finally:
+        os.write(flag, b"0")
+        os.close(flag)
     print(f"worker: {sent} requests, {ok} ok, {failed} rejected, {lost} without an answer", flush=True)
 
 

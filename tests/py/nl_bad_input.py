@@ -121,6 +121,15 @@ expect_reject("too many hosts", lambda: nl.replace({f"h{i}": (1, []) for i in ra
 # A nest is limited to 64 KiB, so the member limit is reached across hosts.
 over = {f"m{i}": (1, [f"10.{40 + i // 250}.{i % 250}.{j}" for j in range(1, 67)]) for i in range(1000)}
 expect_reject("too many members", lambda: nl.replace(over), errno.ENOSPC, "too many mapped")
+# Each command has its own policy: what it does not take is refused, not ignored.
+expect_reject("ADD_MEMBERS with a weight",
+              lambda: nl.cmd("ADD_MEMBERS", host_attrs("h1", weight=3, vms=["10.3.0.9"])),
+              EINVAL, "does not change the weight")
+expect_reject("GET_INFO with an attribute",
+              lambda: nl._request(nl.family, C["VMWLCH_CMD_GET_INFO"], host_attrs("h1"), 0), EINVAL)
+expect_reject("DEL_MEMBERS with a weight",
+              lambda: nl.cmd("DEL_MEMBERS", nla_u32(C["VMWLCH_A_HOST_WEIGHT"], 1) + members(["10.3.0.1"])), EINVAL,
+              "takes no weight")
 # genetlink itself refuses a command the family does not have (no extack text).
 expect_reject("unknown command", lambda: nl._request(nl.family, 99, b""), errno.EOPNOTSUPP, need_msg=False)
 expect_reject("GET_HOST of an unknown host", lambda: nl._request(nl.family, C["VMWLCH_CMD_GET_HOST"], host_attrs("nope"), 0),
@@ -137,6 +146,59 @@ r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups
 print("unprivileged:", r.stdout.strip().replace("\n", "; "), r.stderr.strip()[-200:])
 check(r.stdout.split() == ["set", "EPERM", "dump", "EPERM", "info", "EPERM"], f"unprivileged results: {r.stdout!r}")
 check(nl.hosts() == baseline, "unprivileged caller changed the state")
+
+# --- a namespace's own administrator (GENL_UNS_ADMIN_PERM) -----------------------
+# root of a new user namespace that owns a new network namespace: CAP_NET_ADMIN
+# there and nowhere else. It manages that namespace's map, not the initial one's.
+code = ("import sys; sys.path.insert(0, %r)\nfrom vmwlch_nl import *\n"
+        "nl = Vmwlch()\nnl.set_host('own', weight=4, vms=['10.7.0.1'])\n"
+        "h = nl.hosts()\nprint('hosts', sorted(h), h['own']['weight'], h['own']['members'])\n"
+        "print('info', nl.info()['hosts'])\n") % os.path.dirname(__file__)
+r = subprocess.run(["unshare", "--user", "--map-root-user", "--net", sys.executable, "-c", code],
+                   capture_output=True, text=True)
+print("user namespace root:", r.stdout.strip().replace("\n", "; "), r.stderr.strip()[-300:])
+check(r.stdout.split() == ["hosts", "['own']", "4", "['10.7.0.1']", "info", "1"],
+      f"user namespace root results: {r.stdout!r} {r.stderr[-300:]!r}")
+check(nl.hosts() == baseline, "a user namespace's root changed the initial namespace's map")
+
+# --- a dump interrupted by a change is flagged (NLM_F_DUMP_INTR) ------------------
+# 300 hosts x 60 members take several parts; a change between two parts must
+# flag the next message so that the client dumps again.
+nl.replace({f"d{i}": (1, [f"10.{60 + i // 250}.{i % 250}.{j}" for j in range(1, 61)]) for i in range(300)})
+other = Vmwlch()
+nl.seq += 1
+nl.s.send(struct.pack("=IHHII", 20, nl.family, 0x301, nl.seq, 0)  # REQUEST | DUMP
+          + struct.pack("=BBH", C["VMWLCH_CMD_GET_HOST"], 1, 0))
+parts, flags, done = 0, 0, False
+while not done:
+    data = nl.s.recv(1 << 16)  # one part per recv
+    parts += 1
+    i = 0
+    while i + 16 <= len(data):
+        ln, t, f, sq, _ = struct.unpack_from("=IHHII", data, i)
+        i += (ln + 3) & ~3
+        if sq == nl.seq:
+            flags |= f
+            done |= t == 3  # NLMSG_DONE
+    if parts == 1:
+        other.set_host("d0", weight=2)  # between the first part and the next
+check(parts > 2, f"the dump took {parts} parts (several wanted)")
+check(flags & 0x10, "a dump with a change between its parts was not flagged NLM_F_DUMP_INTR")
+print(f"interrupted dump: {parts} parts, NLM_F_DUMP_INTR {'set' if flags & 0x10 else 'NOT set'}", flush=True)
+nl.seq += 1
+nl.s.send(struct.pack("=IHHII", 20, nl.family, 0x301, nl.seq, 0) + struct.pack("=BBH", C["VMWLCH_CMD_GET_HOST"], 1, 0))
+flags, done = 0, False
+while not done:
+    data = nl.s.recv(1 << 16)
+    i = 0
+    while i + 16 <= len(data):
+        ln, t, f, sq, _ = struct.unpack_from("=IHHII", data, i)
+        i += (ln + 3) & ~3
+        if sq == nl.seq:
+            flags |= f
+            done |= t == 3
+check(not flags & 0x10, "a dump without a change was flagged NLM_F_DUMP_INTR")
+nl.cmd("FLUSH")
 
 print(f"{N['ok']} checks passed, {len(FAILS)} failed")
 sys.exit(1 if FAILS else 0)

@@ -26,7 +26,7 @@ use std::io;
 
 use netlink_packet_core::{
     NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST,
 };
 use netlink_sys::protocols::{NETLINK_GENERIC, NETLINK_ROUTE};
 use netlink_sys::{Socket, SocketAddr};
@@ -204,6 +204,7 @@ impl Netlink {
         encode(&mut bytes, payload, NLM_F_REQUEST | NLM_F_DUMP, seq);
         self.send(&bytes)?;
         let mut failed: Option<Error> = None;
+        let mut intr = false;
         let mut lens = [0usize; RECV_BATCH];
         loop {
             let got = self.recv_batch(&mut lens)?;
@@ -213,10 +214,12 @@ impl Netlink {
                     if m.seq != seq {
                         continue;
                     }
+                    intr |= m.flags & NLM_F_DUMP_INTR != 0;
                     if let Some(end) = dump_end(&m)? {
-                        return match failed {
-                            Some(e) => Err(e),
-                            None => end,
+                        return match (failed, end) {
+                            (Some(e), _) => Err(e),
+                            (None, Ok(())) if intr => Err(Error::DumpInterrupted),
+                            (None, end) => end,
                         };
                     }
                     if failed.is_none() && is_data(m.kind) {

@@ -24,6 +24,10 @@ pub enum Error {
     /// The kernel sent something we cannot decode.
     #[error("malformed netlink message: {0}")]
     Decode(String),
+    /// The table changed while the kernel dumped it (`NLM_F_DUMP_INTR`):
+    /// the listing may miss or repeat entries; dump again.
+    #[error("the kernel's table changed during the listing; list it again")]
+    DumpInterrupted,
     /// The request itself is invalid (caught before sending).
     #[error("{0}")]
     Invalid(String),

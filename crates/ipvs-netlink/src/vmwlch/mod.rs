@@ -102,6 +102,9 @@ pub struct VmwlchInfo {
     pub build_ns: u64,
 }
 
+/// How many times a host dump interrupted by a change is taken again.
+const DUMP_TRIES: u32 = 5;
+
 /// The message shown when the family is missing.
 pub const NOT_LOADED: &str =
     "VMWLCH netlink family not found: is the ip_vs_vmwlch module loaded? (modprobe ip_vs_vmwlch)";
@@ -256,11 +259,17 @@ impl<'a> HostMap<'a> {
     pub fn flush(&mut self) -> Result<(), Error> {
         self.ack(Msg::new(VMWLCH_CMD_FLUSH, vec![]))
     }
-    /// Every host with members and live load.
+    /// Every host with members and live load. A dump that a change
+    /// interrupted (the module flags it) is taken again, a few times.
     pub fn hosts(&mut self) -> Result<Vec<HostState>, Error> {
-        let r = self
-            .nl
-            .genl_dump::<VmwlchFamily>(self.family, Msg::new(VMWLCH_CMD_GET_HOST, vec![]))?;
+        let mut tries = 0;
+        let r = loop {
+            let msg = Msg::new(VMWLCH_CMD_GET_HOST, vec![]);
+            match self.nl.genl_dump::<VmwlchFamily>(self.family, msg) {
+                Err(Error::DumpInterrupted) if tries < DUMP_TRIES => tries += 1,
+                r => break r?,
+            }
+        };
         r.iter().map(|m| parse_host(&m.attrs()?)).collect()
     }
     /// Module version, limits and counters.
