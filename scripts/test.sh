@@ -74,11 +74,14 @@ echo "  cargo test: ${cp:-0} passed, ${cf:-0} failed, ${ci:-0} ignored in $((SEC
 
 match() { [ -z "${TEST_FILTER:-}" ] || [[ "$1" =~ $TEST_FILTER ]]; }
 
-group packages "Debian packages (built here, installed by tests/vm/packages.sh)"
+group packages "Debian packages (built and installed here, checked by tests/vm/packages.sh)"
 # Builds target/debian/*.deb (reusing the release build), twice: the same
-# bytes both times; lintian's output is in the step's log.
+# bytes both times; lintian's output is in the step's log. Then installs
+# them into an overlay of this machine's root, DKMS building the module for
+# the test kernel (at the host's speed); the VM test boots with the result.
 if match scripts/package.sh || match tests/vm/packages.sh; then
     step "scripts/package.sh --lintian --reproducible" scripts/package.sh --lintian --reproducible
+    step "tests/pkg/install-root.sh" tests/pkg/install-root.sh
 fi
 
 group bed "test bed (host side of the VM runner)"

@@ -50,8 +50,10 @@ impl SnapDest {
     }
 
     /// The two terms of wlc's overhead: activeconns and the other counter
-    /// ([`ffi::layout::DEST_OVERHEAD_TERM`]), with one load where they are
-    /// one aligned word ([`COUNTERS_PAIRED`]).
+    /// ([`ffi::layout::DEST_OVERHEAD_TERM`]). Two relaxed 4-byte loads, as
+    /// IPVS's own schedulers do with `atomic_read()`: one 8-byte load over
+    /// both fields would be a mixed-size access, a data race in the Rust
+    /// and the kernel memory models.
     ///
     /// # Safety
     ///
@@ -59,39 +61,10 @@ impl SnapDest {
     #[inline(always)]
     unsafe fn counters(&self) -> (i32, i32) {
         use ffi::layout::*;
-        if COUNTERS_PAIRED {
-            // SAFETY: the destination is live and the word at
-            // DEST_ACTIVECONNS is 8-byte aligned (COUNTERS_PAIRED). An
-            // aligned word-sized load is single-copy atomic on the 64-bit
-            // CPUs the kernel supports, so each half is a value its field
-            // held (as with READ_ONCE on the word; atomic_read() of each is a
-            // plain aligned load as well). A volatile read: the kernel's racy
-            // reads of counters that other CPUs update.
-            let x = unsafe {
-                self.0
-                    .cast::<u8>()
-                    .add(DEST_ACTIVECONNS)
-                    .cast::<u64>()
-                    .read_volatile()
-            };
-            return (x as i32, (x >> 32) as i32);
-        }
         // SAFETY: live destination; offsets of 4-byte counters.
         unsafe { (self.field(DEST_ACTIVECONNS), self.field(DEST_OVERHEAD_TERM)) }
     }
 }
-
-/// The two counters of wlc's overhead are adjacent 4-byte fields, in the
-/// order active then the other, starting on an 8-byte boundary of the
-/// (kmalloc'ed, so 8-byte aligned) destination, on a little-endian 64-bit
-/// CPU: one 8-byte load reads both (half the loads of the first pass).
-const COUNTERS_PAIRED: bool = {
-    use ffi::layout::*;
-    DEST_OVERHEAD_TERM == DEST_ACTIVECONNS + 4
-        && DEST_ACTIVECONNS % 8 == 0
-        && cfg!(target_endian = "little")
-        && cfg!(target_pointer_width = "64")
-};
 
 /// Where one service's view lies in a snapshot's tables.
 #[derive(Clone, Copy)]

@@ -8,7 +8,9 @@
  * that the two agree.
  *
  * All state is per network namespace. Every command needs CAP_NET_ADMIN
- * in the namespace's user namespace. Rejections carry an extack message.
+ * in the namespace's user namespace. Each command takes only the
+ * attributes listed below (others are rejected). Rejections carry an
+ * extack message.
  */
 #ifndef _UAPI_LINUX_VMWLCH_H
 #define _UAPI_LINUX_VMWLCH_H
@@ -32,7 +34,8 @@ enum vmwlch_cmd {
 	VMWLCH_CMD_SET_HOST,
 	/* Delete a host and unmap its members: HOST_NAME. */
 	VMWLCH_CMD_DEL_HOST,
-	/* Map addresses to an existing host: HOST_NAME, HOST_MEMBERS. */
+	/* Map addresses to an existing host: HOST_NAME, HOST_MEMBERS (no
+	 * HOST_WEIGHT: SET_HOST changes it). */
 	VMWLCH_CMD_ADD_MEMBERS,
 	/* Unmap addresses: HOST_MEMBERS (HOST_NAME not needed). */
 	VMWLCH_CMD_DEL_MEMBERS,
@@ -41,8 +44,10 @@ enum vmwlch_cmd {
 	VMWLCH_CMD_REPLACE_MAP,
 	/* Delete every host. */
 	VMWLCH_CMD_FLUSH,
-	/* Dump hosts (NLM_F_DUMP): one message per host with HOST_* incl.
-	 * the live load; or one host by HOST_NAME. */
+	/* Dump hosts (NLM_F_DUMP, no attributes): one message per host with
+	 * HOST_* incl. the live load; a change between two parts of the dump
+	 * sets NLM_F_DUMP_INTR on the next message (dump again). Or one host
+	 * by HOST_NAME. */
 	VMWLCH_CMD_GET_HOST,
 	/* Module version, limits and counters: INFO_* attributes. */
 	VMWLCH_CMD_GET_INFO,
