@@ -72,6 +72,7 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         self.session_seq = 0
         self.stop_all = False
         self.failing = False
+        self.early_capture = None  # (PacketTiming, start task) begun with the last phase
         self.load = None  # the lab-load process (the clients)
         self.stopped = None  # asyncio.Event: lab-load ended its clients
         self.calibration = None  # what the probe measured (labkit.calibrate)
@@ -120,6 +121,21 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         logf = open(os.path.join(self.tmp, f"fe{i}.log"), "a")
         self.ka[i] = subprocess.Popen(["ip", "netns", "exec", FE[i], KEEPALIVE, "-c", conf, "--log-level", "info"],
                                       stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def keep_diagnostics(self):
+        """The front ends' keepalive logs and the module's counters next to
+        the results (the lab's temporary directory goes with the VM)."""
+        for i in (1, 2):
+            try:
+                with open(os.path.join(self.tmp, f"fe{i}.log")) as src, \
+                        open(os.path.join(self.a.out, f"keepalive-fe{i}.log"), "w") as dst:
+                    dst.write(src.read())
+                info = subprocess.run(["ip", "netns", "exec", FE[i], "ipvsctl", "host", "info"],
+                                      capture_output=True, text=True, timeout=30)
+                with open(os.path.join(self.a.out, f"vmwlch-info-fe{i}.txt"), "w") as f:
+                    f.write(info.stdout + info.stderr)
+            except (OSError, subprocess.SubprocessError) as e:
+                log(f"warning: fe{i}'s diagnostics not kept: {e}")
 
     def ka_log(self, i):
         try:
@@ -334,6 +350,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         out(f"== {sched}: web users {a.web_users} start, then {a.sensors} sensors connect over {a.ramp:.0f} s,"
             f" then {a.measure:.0f} s measured")
         self.load_cmd({"web": {"users": a.web_users, "idle": a.web_idle}})
+        if keep:  # the failover follows: its packet capture starts now, off its clock
+            self.early_capture = self.start_capture()
         await asyncio.sleep(a.warm)
         # lab-load connects the sensors at a steady pace over the ramp
         self.load_cmd({"sensors": {"n": a.sensors, "ramp": a.ramp}})
@@ -432,6 +450,10 @@ async def amain(lab):
                 await lab.stop_clients(ph)
             except LabError as e:
                 log(f"warning: {e}")
+        if lab.early_capture is not None:  # the failover never ran
+            timing, capture = lab.early_capture
+            await asyncio.gather(capture, return_exceptions=True)
+            await timing.stop()
         lab.stop_all = True
         sp.cancel()
         await asyncio.gather(sp, return_exceptions=True)
@@ -440,6 +462,7 @@ async def amain(lab):
     out(txt)
     with open(os.path.join(a.out, "summary.txt"), "w") as f:
         f.write(txt + "\n")
+    lab.keep_diagnostics()
     rd.cancel()
     return summ
 

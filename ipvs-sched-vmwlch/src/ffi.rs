@@ -208,7 +208,7 @@ pub(crate) unsafe fn svc_walk_rcu<F: FnMut(*mut IpVsDest) -> Result<(), c_int>>(
 ///
 /// # Safety
 ///
-/// `svc` is live and bound to one of our schedulers, under `vmwlch_mutex`.
+/// `svc` is live and bound to one of our schedulers, under `vmwlch_net.lock`.
 pub(crate) unsafe fn svc_slot(svc: *const IpVsService) -> usize {
     // SAFETY: per the caller's contract.
     unsafe { vmwlch_svc_slot(svc) as usize }

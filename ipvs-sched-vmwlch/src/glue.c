@@ -4,9 +4,10 @@
  * generic netlink family and accessors for static inlines. Everything with
  * a decision in it lives in Rust (vmwlch.rs); keep this file boring.
  *
- * Locking: vmwlch_mutex serialises every writer of the Rust state (IPVS
- * scheduler callbacks, which already hold the IPVS config mutex, the
- * netlink commands and the per-namespace rebuild work). schedule() runs
+ * Locking: each namespace's lock (vmwlch_net.lock) serialises every writer
+ * of that namespace's Rust state (IPVS scheduler callbacks, which already
+ * hold the IPVS config mutex, the netlink commands and the rebuild work);
+ * namespaces do not wait for each other. schedule() runs
  * under rcu_read_lock() in softirq or process context and only reads the
  * RCU-published snapshot, or the service's own list (plain wlc) while the
  * snapshot is not current.
@@ -30,11 +31,12 @@
 #include "../include/uapi/linux/vmwlch.h"
 #include "glue.h"
 
-static DEFINE_MUTEX(vmwlch_mutex);
 static unsigned int vmwlch_net_id __read_mostly;
 
 struct vmwlch_net {
+	struct mutex lock;	/* writers of state (see the top of the file) */
 	void __rcu *state;
+	void *dying;		/* state between unpublishing and freeing (exit) */
 	struct vmwlch_counters __percpu *stats;
 	/* Coalesced snapshot rebuilds and retries (src/pace.rs). */
 	struct delayed_work rebuild;
@@ -48,12 +50,16 @@ struct vmwlch_net {
 #define VMWLCH_WEYL 0x9e3779b97f4a7c15ULL
 static DEFINE_PER_CPU(u64, vmwlch_seq);
 
+static struct vmwlch_net *vmwlch_net(struct net *net)
+{
+	return net_generic(net, vmwlch_net_id);
+}
+
 static void *vmwlch_state_locked(struct net *net)
 {
-	struct vmwlch_net *vn = net_generic(net, vmwlch_net_id);
+	struct vmwlch_net *vn = vmwlch_net(net);
 
-	return rcu_dereference_protected(vn->state,
-					 lockdep_is_held(&vmwlch_mutex));
+	return rcu_dereference_protected(vn->state, lockdep_is_held(&vn->lock));
 }
 
 /* ---- accessors for Rust ---- */
@@ -138,12 +144,12 @@ static void vmwlch_rebuild_fn(struct work_struct *work)
 					     struct vmwlch_net, rebuild);
 	void *st;
 
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	/* NULL once the namespace is going away (then nothing requeues us). */
-	st = rcu_dereference_protected(vn->state, lockdep_is_held(&vmwlch_mutex));
+	st = rcu_dereference_protected(vn->state, lockdep_is_held(&vn->lock));
 	if (st)
 		vmwlch_rs_rebuild_work(st);
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 }
 
 void vmwlch_retire(struct rcu_head *head)
@@ -190,14 +196,15 @@ void vmwlch_nest_end(struct sk_buff *skb, void *nest)
 
 static int vmwlch_init_common(struct ip_vs_service *svc, int kind)
 {
+	struct vmwlch_net *vn = vmwlch_net(svc->ipvs->net);
 	void *st;
 	int ret = -ENODEV;
 
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(svc->ipvs->net);
 	if (st)
 		ret = vmwlch_rs_init_service(st, svc, kind);
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 	return ret;
 }
 
@@ -213,28 +220,30 @@ static int vmwlch_init_svc(struct ip_vs_service *svc)
 
 static void vmwlch_done_svc(struct ip_vs_service *svc)
 {
+	struct vmwlch_net *vn = vmwlch_net(svc->ipvs->net);
 	void *st;
 
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	/* NULL once the namespace's state is gone (netns teardown order). */
 	st = vmwlch_state_locked(svc->ipvs->net);
 	if (st)
 		vmwlch_rs_done_service(st, svc);
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 }
 
-/* A destination callback: the Rust side's handler under vmwlch_mutex. */
+/* A destination callback: the Rust side's handler under the namespace's lock. */
 static int vmwlch_dest_event(struct ip_vs_service *svc, struct ip_vs_dest *dest,
 			     void (*handler)(void *, struct ip_vs_service *,
 					     struct ip_vs_dest *))
 {
+	struct vmwlch_net *vn = vmwlch_net(svc->ipvs->net);
 	void *st;
 
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(svc->ipvs->net);
 	if (st)
 		handler(st, svc, dest);
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 	return 0;
 }
 
@@ -373,38 +382,50 @@ static int __net_init vmwlch_net_init(struct net *net)
 	vn->stats = alloc_percpu(struct vmwlch_counters);
 	if (!vn->stats)
 		return -ENOMEM;
+	mutex_init(&vn->lock);
 	INIT_DELAYED_WORK(&vn->rebuild, vmwlch_rebuild_fn);
 	st = vmwlch_rs_net_new(vn);
 	if (!st) {
 		free_percpu(vn->stats);
 		return -ENOMEM;
 	}
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	rcu_assign_pointer(vn->state, st);
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 	return 0;
 }
 
-static void __net_exit vmwlch_net_exit(struct net *net)
+/*
+ * Namespaces die in batches (cleanup_net): one grace period for the whole
+ * batch, not one per namespace.
+ */
+static void __net_exit vmwlch_net_exit_batch(struct list_head *net_list)
 {
-	struct vmwlch_net *vn = net_generic(net, vmwlch_net_id);
-	void *st;
+	struct net *net;
 
-	mutex_lock(&vmwlch_mutex);
-	st = vmwlch_state_locked(net);
-	RCU_INIT_POINTER(vn->state, NULL);
-	mutex_unlock(&vmwlch_mutex);
-	/* With the state unreachable, nothing queues the work again. */
-	cancel_delayed_work_sync(&vn->rebuild);
-	synchronize_rcu();
-	if (st)
-		vmwlch_rs_net_free(st);
-	free_percpu(vn->stats);
+	list_for_each_entry(net, net_list, exit_list) {
+		struct vmwlch_net *vn = vmwlch_net(net);
+
+		mutex_lock(&vn->lock);
+		vn->dying = vmwlch_state_locked(net);
+		RCU_INIT_POINTER(vn->state, NULL);
+		mutex_unlock(&vn->lock);
+		/* With the state unreachable, nothing queues the work again. */
+		cancel_delayed_work_sync(&vn->rebuild);
+	}
+	synchronize_rcu();	/* no schedule() sees any of these states now */
+	list_for_each_entry(net, net_list, exit_list) {
+		struct vmwlch_net *vn = vmwlch_net(net);
+
+		if (vn->dying)
+			vmwlch_rs_net_free(vn->dying);
+		free_percpu(vn->stats);
+	}
 }
 
 static struct pernet_operations vmwlch_net_ops = {
 	.init = vmwlch_net_init,
-	.exit = vmwlch_net_exit,
+	.exit_batch = vmwlch_net_exit_batch,
 	.id = &vmwlch_net_id,
 	.size = sizeof(struct vmwlch_net),
 };
@@ -483,20 +504,21 @@ void *vmwlch_msg_put(struct sk_buff *skb, u32 portid, u32 seq, int flags,
 
 static int vmwlch_nl_change(struct sk_buff *skb, struct genl_info *info)
 {
+	struct vmwlch_net *vn = vmwlch_net(genl_info_net(info));
 	const struct nlattr *attrs = nlmsg_attrdata(info->nlhdr, GENL_HDRLEN);
 	int len = nlmsg_attrlen(info->nlhdr, GENL_HDRLEN);
 	const char *msg = NULL;
 	int bad = -1, ret;
 	void *st;
 
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(genl_info_net(info));
 	if (st)
 		ret = vmwlch_rs_cmd(st, info->genlhdr->cmd, attrs, len, &msg,
 				    &bad);
 	else
 		ret = -ENODEV;
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 
 	if (ret && msg)
 		NL_SET_ERR_MSG_FMT(info->extack, "%s", msg);
@@ -507,6 +529,7 @@ static int vmwlch_nl_change(struct sk_buff *skb, struct genl_info *info)
 
 static int vmwlch_nl_get_host(struct sk_buff *skb, struct genl_info *info)
 {
+	struct vmwlch_net *vn = vmwlch_net(genl_info_net(info));
 	struct sk_buff *reply;
 	u32 member_off = 0;
 	void *st;
@@ -518,7 +541,7 @@ static int vmwlch_nl_get_host(struct sk_buff *skb, struct genl_info *info)
 	if (!reply)
 		return -ENOMEM;
 
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(genl_info_net(info));
 	idx = st ? vmwlch_rs_host_index(st, nla_data(info->attrs[VMWLCH_A_HOST_NAME]))
 		 : -ENODEV;
@@ -527,7 +550,7 @@ static int vmwlch_nl_get_host(struct sk_buff *skb, struct genl_info *info)
 					  info->snd_portid, info->snd_seq, 0);
 	else
 		ret = idx;
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 
 	if (ret == -ENOENT) {
 		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[VMWLCH_A_HOST_NAME],
@@ -546,11 +569,12 @@ static int vmwlch_nl_get_host(struct sk_buff *skb, struct genl_info *info)
 
 static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb)
 {
+	struct vmwlch_net *vn = vmwlch_net(sock_net(skb->sk));
 	u32 idx = cb->args[0], member_off = cb->args[1];
 	int ret = 0;
 	void *st;
 
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(sock_net(skb->sk));
 	/* A change between two parts of the dump flags the next message
 	 * NLM_F_DUMP_INTR (hosts may have moved): the client dumps again. */
@@ -569,7 +593,7 @@ static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb
 		idx++;
 		member_off = 0;
 	}
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 
 	cb->args[0] = idx;
 	cb->args[1] = member_off;
@@ -590,7 +614,7 @@ static int vmwlch_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 	reply = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!reply)
 		return -ENOMEM;
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(genl_info_net(info));
 	if (st) {
 		for_each_possible_cpu(cpu) {
@@ -604,7 +628,7 @@ static int vmwlch_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 	ret = st ? vmwlch_rs_fill_info(st, reply, info->snd_portid,
 				       info->snd_seq, &sum)
 		 : -ENODEV;
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
 	if (ret) {
 		nlmsg_free(reply);
 		return ret;
@@ -659,6 +683,8 @@ static struct genl_family vmwlch_genl_family = {
 #include <linux/sched.h>
 
 static struct dentry *vmwlch_bench_file;
+/* The last result, whichever namespace's writer made it. */
+static DEFINE_MUTEX(vmwlch_bench_out_lock);
 static char vmwlch_bench_out[256];
 
 /*
@@ -681,6 +707,7 @@ static vmwlch_bench_fn vmwlch_bench_entry[2];
 static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 				  size_t len, loff_t *off)
 {
+	struct vmwlch_net *vn = vmwlch_net(current->nsproxy->net_ns);
 	u64 t[4] = {}, t0, iters, i, hits = 0, chunk = 256;
 	struct ip_vs_service *svc;
 	unsigned int kind, pass;
@@ -692,11 +719,11 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 		return ret;
 	if (!iters)
 		return -EINVAL;
-	mutex_lock(&vmwlch_mutex);
+	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(current->nsproxy->net_ns);
 	svc = st ? vmwlch_rs_bench_svc(st) : NULL;
 	if (!svc) {
-		mutex_unlock(&vmwlch_mutex);
+		mutex_unlock(&vn->lock);
 		return -ENOENT;
 	}
 	WRITE_ONCE(vmwlch_bench_entry[0], vmwlch_scheduler.schedule);
@@ -738,19 +765,26 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 			t[kind] += ktime_get_ns() - t0;
 	}
 	iters *= 2;
-	mutex_unlock(&vmwlch_mutex);
+	mutex_unlock(&vn->lock);
+	mutex_lock(&vmwlch_bench_out_lock);
 	snprintf(vmwlch_bench_out, sizeof(vmwlch_bench_out),
 		 "iterations=%llu vmwlch_ns=%llu wlc_ns=%llu vmwlch_call_ns=%llu wlc_call_ns=%llu hits=%llu\n",
 		 iters, div64_u64(t[0], iters), div64_u64(t[1], iters),
 		 div64_u64(t[2], iters), div64_u64(t[3], iters), hits);
+	mutex_unlock(&vmwlch_bench_out_lock);
 	return len;
 }
 
 static ssize_t vmwlch_bench_read(struct file *f, char __user *ubuf, size_t len,
 				 loff_t *off)
 {
-	return simple_read_from_buffer(ubuf, len, off, vmwlch_bench_out,
-				       strlen(vmwlch_bench_out));
+	ssize_t ret;
+
+	mutex_lock(&vmwlch_bench_out_lock);
+	ret = simple_read_from_buffer(ubuf, len, off, vmwlch_bench_out,
+				      strlen(vmwlch_bench_out));
+	mutex_unlock(&vmwlch_bench_out_lock);
+	return ret;
 }
 
 static const struct file_operations vmwlch_bench_fops = {

@@ -59,7 +59,7 @@ void vmwlch_rs_upd_dest(void *state, struct ip_vs_service *svc,
 /* Sets *stale (and returns NULL) if the snapshot is not current. */
 struct ip_vs_dest *vmwlch_rs_schedule(void *state, struct ip_vs_service *svc,
 				       int kind, u64 seed, int *stale);
-/* The rebuild work item's body (vmwlch_mutex held, process context). */
+/* The rebuild work item's body (the namespace's lock held, process context). */
 void vmwlch_rs_rebuild_work(void *state);
 void vmwlch_rs_snapshot_free(struct rcu_head *head);
 /* Netlink commands: the attribute stream of the request (already validated

@@ -104,7 +104,7 @@ impl Pace {
 impl NetState {
     /// A scheduler callback changed the tracked set (or a destination's
     /// weight); `stale`: the published snapshot must not be used any more.
-    /// Called with `vmwlch_mutex` held.
+    /// Called with `vmwlch_net.lock` held.
     pub(crate) fn changed(&self, inner: &mut Inner, stale: bool) {
         inner.generation = inner.generation.wrapping_add(1);
         if stale {

@@ -7,7 +7,7 @@
 //!
 //! # Invariants
 //!
-//! * Everything in [`Inner`] is only touched with the glue's `vmwlch_mutex`
+//! * Everything in [`Inner`] is only touched with the glue's per-namespace `vmwlch_net.lock`
 //!   held (every entry point except `schedule` and the RCU free callback).
 //! * `members` is sorted by address with no duplicates, and every
 //!   `Member::host` indexes `hosts`.
@@ -136,7 +136,7 @@ struct Svc {
     resync: bool,
 }
 
-/// State written under `vmwlch_mutex`.
+/// State written under `vmwlch_net.lock`.
 pub(crate) struct Inner {
     pub(crate) hosts: KVec<Host>,
     pub(crate) members: KVVec<Member>,
@@ -489,7 +489,7 @@ fn resync_one(svc: *mut IpVsService) -> Result<KVVec<Dest>, AllocError> {
             n += 1;
             Ok(())
         };
-        // SAFETY: `svc` is tracked, so alive while we hold `vmwlch_mutex`
+        // SAFETY: `svc` is tracked, so alive while we hold `vmwlch_net.lock`
         // (its done_service waits for the mutex).
         let _ = unsafe { ffi::svc_walk_rcu(svc, count) };
         // Room for a few added meanwhile; the walk cannot allocate.
@@ -538,7 +538,7 @@ impl NetState {
     ///
     /// # Safety
     ///
-    /// The caller holds `vmwlch_mutex` for as long as it uses the result,
+    /// The caller holds `vmwlch_net.lock` for as long as it uses the result,
     /// and takes no other reference to the inner state meanwhile.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn inner_mut(&self) -> &mut Inner {
@@ -552,7 +552,7 @@ impl NetState {
     }
 
     /// Moves the tracked set's generation on: from now on no decision uses
-    /// a snapshot built before (called with `vmwlch_mutex` held).
+    /// a snapshot built before (called with `vmwlch_net.lock` held).
     pub(crate) fn invalidate(&self, inner: &mut Inner) {
         inner.tracked_gen = inner.tracked_gen.wrapping_add(1);
         self.gen.store(inner.tracked_gen, Ordering::Release);
@@ -561,12 +561,12 @@ impl NetState {
     /// Whether the published snapshot is current.
     pub(crate) fn is_current(&self) -> bool {
         let p = self.snap.load(Ordering::Acquire);
-        // SAFETY: called with `vmwlch_mutex` held: only writers under it
+        // SAFETY: called with `vmwlch_net.lock` held: only writers under it
         // unpublish (and then retire) snapshots.
         unsafe { p.as_ref() }.is_some_and(|s| s.gen == self.gen.load(Ordering::Relaxed))
     }
 
-    /// Publishes a new snapshot (called with `vmwlch_mutex` held).
+    /// Publishes a new snapshot (called with `vmwlch_net.lock` held).
     pub(crate) fn publish(&self, new: KBox<Snapshot>) {
         self.swap(KBox::into_raw(new));
     }

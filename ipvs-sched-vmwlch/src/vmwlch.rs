@@ -84,11 +84,11 @@ unsafe fn state<'a>(p: *mut c_void) -> &'a NetState {
 ///
 /// # Safety
 ///
-/// As for [`state`]; called with `vmwlch_mutex` held.
+/// As for [`state`]; called with `vmwlch_net.lock` held.
 unsafe fn edit(p: *mut c_void, change: impl FnOnce(&NetState, &mut Inner) -> Option<bool>) {
     // SAFETY: per the contract.
     let st = unsafe { state(p) };
-    // SAFETY: `vmwlch_mutex` is held.
+    // SAFETY: `vmwlch_net.lock` is held.
     let inner = unsafe { st.inner_mut() };
     if let Some(stale) = change(st, inner) {
         st.changed(inner, stale);
@@ -131,7 +131,7 @@ unsafe extern "C" fn vmwlch_rs_net_free(p: *mut c_void) {
 ///
 /// # Safety
 ///
-/// `st` is a live state; called with `vmwlch_mutex` and the IPVS config mutex held.
+/// `st` is a live state; called with `vmwlch_net.lock` and the IPVS config mutex held.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_init_service(
     st: *mut c_void,
@@ -140,7 +140,7 @@ unsafe extern "C" fn vmwlch_rs_init_service(
 ) -> c_int {
     // SAFETY: per the contract.
     let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
+    // SAFETY: `vmwlch_net.lock` is held.
     let inner = unsafe { st.inner_mut() };
     // SAFETY: the IPVS config mutex is held.
     match unsafe { inner.init_service(svc) } {
@@ -238,12 +238,12 @@ unsafe extern "C" fn vmwlch_rs_upd_dest(
 ///
 /// # Safety
 ///
-/// `st` is a live state; called with `vmwlch_mutex` held, from process context.
+/// `st` is a live state; called with `vmwlch_net.lock` held, from process context.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_rebuild_work(st: *mut c_void) {
     // SAFETY: per the contract.
     let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
+    // SAFETY: `vmwlch_net.lock` is held.
     let inner = unsafe { st.inner_mut() };
     st.work(inner);
 }
@@ -290,7 +290,7 @@ unsafe extern "C" fn vmwlch_rs_snapshot_free(head: *mut RcuHead) {
 ///
 /// # Safety
 ///
-/// `st` is a live state, `vmwlch_mutex` is held, `attrs` points to `len`
+/// `st` is a live state, `vmwlch_net.lock` is held, `attrs` points to `len`
 /// readable bytes, `msg` and `bad_off` are writable.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_cmd(
@@ -303,7 +303,7 @@ unsafe extern "C" fn vmwlch_rs_cmd(
 ) -> c_int {
     // SAFETY: per the contract.
     let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held.
+    // SAFETY: `vmwlch_net.lock` is held.
     let inner = unsafe { st.inner_mut() };
     let len = usize::try_from(len).unwrap_or(0);
     let buf: &[u8] = if attrs.is_null() || len == 0 {
@@ -330,7 +330,7 @@ unsafe extern "C" fn vmwlch_rs_cmd(
 ///
 /// # Safety
 ///
-/// `st` is a live state and `vmwlch_mutex` is held.
+/// `st` is a live state and `vmwlch_net.lock` is held.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_generation(st: *mut c_void) -> u32 {
     // SAFETY: per the contract.
@@ -341,7 +341,7 @@ unsafe extern "C" fn vmwlch_rs_generation(st: *mut c_void) -> u32 {
 ///
 /// # Safety
 ///
-/// `st` is a live state, `vmwlch_mutex` is held, `name` is NUL-terminated.
+/// `st` is a live state, `vmwlch_net.lock` is held, `name` is NUL-terminated.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_host_index(st: *mut c_void, name: *const c_char) -> c_int {
     // SAFETY: per the contract.
@@ -358,7 +358,7 @@ unsafe extern "C" fn vmwlch_rs_host_index(st: *mut c_void, name: *const c_char) 
 ///
 /// # Safety
 ///
-/// `st` is a live state, `vmwlch_mutex` is held, `skb` is a writable skb
+/// `st` is a live state, `vmwlch_net.lock` is held, `skb` is a writable skb
 /// owned by the caller, `member_off` is writable.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_fill_host(
@@ -412,7 +412,7 @@ unsafe extern "C" fn vmwlch_rs_fill_info(
 ) -> c_int {
     // SAFETY: per the contract.
     let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_mutex` is held (contract).
+    // SAFETY: `vmwlch_net.lock` is held (contract).
     let inner = unsafe { st.inner_mut() };
     // SAFETY: `skb` is valid and ours (contract).
     let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, 0, uapi::VMWLCH_CMD_GET_INFO) })
@@ -434,7 +434,7 @@ unsafe extern "C" fn vmwlch_rs_fill_info(
 ///
 /// # Safety
 ///
-/// `st` is a live state and `vmwlch_mutex` is held.
+/// `st` is a live state and `vmwlch_net.lock` is held.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_bench_svc(st: *mut c_void) -> *mut IpVsService {
     // SAFETY: per the contract.

@@ -29,13 +29,21 @@ class FailoverMixin:
         # separate process in the client namespace sends a SYN to the VIP
         # every 20 ms, and tcpdump timestamps (in the kernel) the SYN-ACKs
         # and gratuitous ARPs that arrive from fe2's MAC address.
-        mac1, mac2 = (run(["ip", "-n", FE[i], "-br", "link", "show", "eth0"]).split()[2] for i in (1, 2))
-        timing = PacketTiming(mac2, mac1)
+        timing, capture = self.early_capture or self.start_capture()
+        self.early_capture = None
         try:
-            await timing.start()
+            await capture
+            await timing.start_prober()
             return await self.measure_failover(res, timing)
         finally:
             await timing.stop()
+
+    def start_capture(self):
+        """(PacketTiming, the task starting its tcpdump). The last phase calls
+        this as it begins, so that tcpdump is up by the failover."""
+        mac1, mac2 = (run(["ip", "-n", FE[i], "-br", "link", "show", "eth0"]).split()[2] for i in (1, 2))
+        timing = PacketTiming(mac2, mac1)
+        return timing, asyncio.create_task(timing.start_capture())
 
     async def measure_failover(self, res, timing):
         # probes: a new connection to the VIP every 50 ms, each bounded by 3 s

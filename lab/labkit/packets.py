@@ -43,6 +43,12 @@ class PacketTiming:
         self.mac, self.old_mac, self.lines, self.procs, self.reader = mac, old_mac, [], [], None
 
     async def start(self):
+        await self.start_capture()
+        await self.start_prober()
+
+    async def start_capture(self):
+        """tcpdump only: passive, so it may start while a phase is measured
+        (under emulation its start takes tens of seconds)."""
         cap = await asyncio.create_subprocess_exec(
             "ip", "netns", "exec", NS_CL, "tcpdump", "-i", "eth0", "-n", "-e", "-tt", "-l", "-U",
             f"(src host {VIP} and tcp src port {WEB_PORT} and tcp[tcpflags] & tcp-syn != 0) or "
@@ -63,6 +69,9 @@ class PacketTiming:
                 raise LabError(f"tcpdump in the client namespace did not start: {' / '.join(seen)}")
             if b"listening on" in line:
                 break
+
+    async def start_prober(self):
+        """The SYN prober: it connects to the VIP every 20 ms, so only at the failover."""
         syn = await asyncio.create_subprocess_exec(
             "ip", "netns", "exec", NS_CL, sys.executable, "-c", SYN_PROBER, VIP, str(WEB_PORT),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
