@@ -1,5 +1,5 @@
 //! The lab's two wire protocols, unchanged from the former Python servers:
-//! - sensor ingest: "R <id> <seq> <value>\n" answered "OK <seq>\n";
+//! - sensor ingest: `"R <id> <seq> <value>\n"` answered `"OK <seq>\n"`;
 //! - HTTP/1.1 with keep-alive: GET /ping answered at once, any other path
 //!   after host work, with a ~300-byte page; "Connection: close" honoured.
 
@@ -20,7 +20,7 @@ pub fn sensor_reading(id: usize, seq: u64, value: f64) -> Vec<u8> {
     format!("R {id} {seq} {value:.2}\n").into_bytes()
 }
 
-/// The answer to reading SEQ is "OK <seq>" (more words may follow).
+/// The answer to reading SEQ is `"OK <seq>"` (more words may follow).
 pub fn sensor_ok(line: &[u8], seq: u64) -> bool {
     let mut p = line
         .split(|b| b.is_ascii_whitespace())
