@@ -48,6 +48,8 @@ group static "static checks"
 step "cargo fmt --check" cargo fmt --all -- --check
 step "rustfmt --check (kernel module)" rustfmt --check --edition 2021 ipvs-sched-vmwlch/src/vmwlch.rs
 step "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The API docs: broken or ambiguous intra-doc links, stray HTML.
+step "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # Shell: shellcheck's warnings and errors (its style notes are left out);
 # -x follows `source` so a variable set by a sourced library counts as used.
 shopt -s globstar nullglob

@@ -48,7 +48,7 @@ pub enum Change {
 /// A step of a plan: the change, its phase and a human description.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    /// Phase (steps run phase by phase; see [`apply`]).
+    /// Phase (steps run phase by phase; see [`apply`](crate::apply::apply)).
     pub phase: u8,
     /// The change.
     pub change: Change,

@@ -61,7 +61,7 @@ const SUBCOMMANDS: &[&str] = &[
     "-V",
 ];
 
-/// Entry point of the binary: `ipvsadm` (by argv[0]) or ipvsadm-style
+/// Entry point of the binary: `ipvsadm` (by `argv[0]`) or ipvsadm-style
 /// options run the compatible interface; subcommands the modern one.
 pub fn main(argv: Vec<String>) -> i32 {
     let prog = argv

@@ -7,7 +7,7 @@
 //! * [`cli`]: the modern subcommands, JSON/YAML views;
 //! * [`compat`]: the ipvsadm 1.31 command-line surface (used when the binary
 //!   runs as `ipvsadm`, or as `ipvsctl` with ipvsadm-style options);
-//! * [`format`]: ipvsadm-identical listing and `-S` save formatting (pure
+//! * [`format`](mod@format): ipvsadm-identical listing and `-S` save formatting (pure
 //!   functions, tested against golden text);
 //! * [`conn_format`]: the connection listing (`-Lc`);
 //! * [`names`]: host and service name lookups for non-numeric listings.

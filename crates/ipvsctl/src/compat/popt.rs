@@ -78,7 +78,7 @@ pub struct Popt<'a, K = i32> {
 }
 
 impl<'a, K: Copy> Popt<'a, K> {
-    /// Start scanning `argv` (argv[0] is the program name).
+    /// Start scanning `argv` (`argv[0]` is the program name).
     pub fn new(table: &'a [OptDef<K>], argv: &'a [String]) -> Self {
         Popt {
             table,

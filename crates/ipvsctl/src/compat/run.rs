@@ -53,7 +53,7 @@ pub(super) fn open_client() -> Result<(Client, Info), Error> {
     Ok((c, info))
 }
 
-/// Run ipvsadm with `argv` (argv[0] is the program name); returns the exit status.
+/// Run ipvsadm with `argv` (`argv[0]` is the program name); returns the exit status.
 pub fn main(argv: &[String]) -> i32 {
     let mut out = StdOut;
     run(argv, &mut out, &mut std::io::stdin().lock())
