@@ -135,68 +135,69 @@ expect_reject("unknown command", lambda: nl._request(nl.family, 99, b""), errno.
 expect_reject("GET_HOST of an unknown host", lambda: nl._request(nl.family, C["VMWLCH_CMD_GET_HOST"], host_attrs("nope"), 0),
               errno.ENOENT, "no such host")
 
+def run_as(prefix, body):
+    """`body` (after `from vmwlch_nl import *`) in a fresh Python under `prefix`
+    (another user, another namespace); its stdout and stderr."""
+    code = "import sys; sys.path.insert(0, %r)\nfrom vmwlch_nl import *\n" % os.path.dirname(__file__) + body
+    r = subprocess.run(prefix + [sys.executable, "-c", code], capture_output=True, text=True)
+    return r.stdout, r.stderr
+
+
 # --- unprivileged callers are refused --------------------------------------------
-code = ("import sys; sys.path.insert(0, %r)\nfrom vmwlch_nl import *\nimport errno\n"
-        "nl = Vmwlch()\n"
-        "for name, f in [('set', lambda: nl.set_host('evil')), ('dump', nl.hosts), ('info', nl.info)]:\n"
-        "    try:\n        f()\n        print(name, 'accepted')\n"
-        "    except NetlinkError as e:\n        print(name, errno.errorcode.get(e.errno))\n") % os.path.dirname(__file__)
-r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
-                   capture_output=True, text=True)
-print("unprivileged:", r.stdout.strip().replace("\n", "; "), r.stderr.strip()[-200:])
-check(r.stdout.split() == ["set", "EPERM", "dump", "EPERM", "info", "EPERM"], f"unprivileged results: {r.stdout!r}")
+out, err = run_as(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
+                  "import errno\nnl = Vmwlch()\n"
+                  "for name, f in [('set', lambda: nl.set_host('evil')), ('dump', nl.hosts), ('info', nl.info)]:\n"
+                  "    try:\n        f()\n        print(name, 'accepted')\n"
+                  "    except NetlinkError as e:\n        print(name, errno.errorcode.get(e.errno))\n")
+print("unprivileged:", out.strip().replace("\n", "; "), err.strip()[-200:])
+check(out.split() == ["set", "EPERM", "dump", "EPERM", "info", "EPERM"], f"unprivileged results: {out!r}")
 check(nl.hosts() == baseline, "unprivileged caller changed the state")
 
 # --- a namespace's own administrator (GENL_UNS_ADMIN_PERM) -----------------------
 # root of a new user namespace that owns a new network namespace: CAP_NET_ADMIN
 # there and nowhere else. It manages that namespace's map, not the initial one's.
-code = ("import sys; sys.path.insert(0, %r)\nfrom vmwlch_nl import *\n"
-        "nl = Vmwlch()\nnl.set_host('own', weight=4, vms=['10.7.0.1'])\n"
-        "h = nl.hosts()\nprint('hosts', sorted(h), h['own']['weight'], h['own']['members'])\n"
-        "print('info', nl.info()['hosts'])\n") % os.path.dirname(__file__)
-r = subprocess.run(["unshare", "--user", "--map-root-user", "--net", sys.executable, "-c", code],
-                   capture_output=True, text=True)
-print("user namespace root:", r.stdout.strip().replace("\n", "; "), r.stderr.strip()[-300:])
-check(r.stdout.split() == ["hosts", "['own']", "4", "['10.7.0.1']", "info", "1"],
-      f"user namespace root results: {r.stdout!r} {r.stderr[-300:]!r}")
+out, err = run_as(["unshare", "--user", "--map-root-user", "--net"],
+                  "nl = Vmwlch()\nnl.set_host('own', weight=4, vms=['10.7.0.1'])\n"
+                  "h = nl.hosts()\nprint('hosts', sorted(h), h['own']['weight'], h['own']['members'])\n"
+                  "print('info', nl.info()['hosts'])\n")
+print("user namespace root:", out.strip().replace("\n", "; "), err.strip()[-300:])
+check(out.split() == ["hosts", "['own']", "4", "['10.7.0.1']", "info", "1"],
+      f"user namespace root results: {out!r} {err[-300:]!r}")
 check(nl.hosts() == baseline, "a user namespace's root changed the initial namespace's map")
+
+
+def raw_dump(between=None):
+    """A host dump read one part per recv; `between` runs after the first
+    part. Returns (parts, the OR of every message's flags)."""
+    nl.seq += 1
+    nl.s.send(struct.pack("=IHHII", 20, nl.family, 0x301, nl.seq, 0)  # REQUEST | DUMP
+              + struct.pack("=BBH", C["VMWLCH_CMD_GET_HOST"], 1, 0))
+    parts, flags, done = 0, 0, False
+    while not done:
+        data = nl.s.recv(1 << 16)
+        parts += 1
+        i = 0
+        while i + 16 <= len(data):
+            ln, t, f, sq, _ = struct.unpack_from("=IHHII", data, i)
+            i += (ln + 3) & ~3
+            if sq == nl.seq:
+                flags |= f
+                done |= t == 3  # NLMSG_DONE
+        if parts == 1 and between:
+            between()
+    return parts, flags
+
 
 # --- a dump interrupted by a change is flagged (NLM_F_DUMP_INTR) ------------------
 # 300 hosts x 60 members take several parts; a change between two parts must
 # flag the next message so that the client dumps again.
 nl.replace({f"d{i}": (1, [f"10.{60 + i // 250}.{i % 250}.{j}" for j in range(1, 61)]) for i in range(300)})
 other = Vmwlch()
-nl.seq += 1
-nl.s.send(struct.pack("=IHHII", 20, nl.family, 0x301, nl.seq, 0)  # REQUEST | DUMP
-          + struct.pack("=BBH", C["VMWLCH_CMD_GET_HOST"], 1, 0))
-parts, flags, done = 0, 0, False
-while not done:
-    data = nl.s.recv(1 << 16)  # one part per recv
-    parts += 1
-    i = 0
-    while i + 16 <= len(data):
-        ln, t, f, sq, _ = struct.unpack_from("=IHHII", data, i)
-        i += (ln + 3) & ~3
-        if sq == nl.seq:
-            flags |= f
-            done |= t == 3  # NLMSG_DONE
-    if parts == 1:
-        other.set_host("d0", weight=2)  # between the first part and the next
+parts, flags = raw_dump(between=lambda: other.set_host("d0", weight=2))
 check(parts > 2, f"the dump took {parts} parts (several wanted)")
 check(flags & 0x10, "a dump with a change between its parts was not flagged NLM_F_DUMP_INTR")
 print(f"interrupted dump: {parts} parts, NLM_F_DUMP_INTR {'set' if flags & 0x10 else 'NOT set'}", flush=True)
-nl.seq += 1
-nl.s.send(struct.pack("=IHHII", 20, nl.family, 0x301, nl.seq, 0) + struct.pack("=BBH", C["VMWLCH_CMD_GET_HOST"], 1, 0))
-flags, done = 0, False
-while not done:
-    data = nl.s.recv(1 << 16)
-    i = 0
-    while i + 16 <= len(data):
-        ln, t, f, sq, _ = struct.unpack_from("=IHHII", data, i)
-        i += (ln + 3) & ~3
-        if sq == nl.seq:
-            flags |= f
-            done |= t == 3
+_, flags = raw_dump()
 check(not flags & 0x10, "a dump without a change was flagged NLM_F_DUMP_INTR")
 nl.cmd("FLUSH")
 
