@@ -15,9 +15,11 @@ TOOLS="$CACHE/tools"
 export PATH="$TOOLS/bin:$PATH"
 
 # Kernel builds use Debian's rustc (it has the core/alloc sources the kernel needs);
-# user-space crates keep using rustup's cargo/rustc.
+# user-space crates keep using rustup's cargo/rustc. Clang 19, not bookworm's
+# default 14: kCFI with Rust (CONFIG_CFI_CLANG) needs clang >= 19.1.3 under KASAN.
+KLLVM=-19
 # shellcheck disable=SC2034 # used by setup.sh, which sources this
-KMAKE_ARGS=(LLVM=1 RUSTC=/usr/bin/rustc BINDGEN="$TOOLS/bin/bindgen")
+KMAKE_ARGS=("LLVM=$KLLVM" RUSTC=/usr/bin/rustc BINDGEN="$TOOLS/bin/bindgen")
 
 kernel_src_version() {
     dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown
@@ -29,7 +31,7 @@ kernel_key() {
         kernel_src_version
         cat "${KFRAGS[@]}" | sha256sum | cut -d' ' -f1
         /usr/bin/rustc --version 2>/dev/null
-        clang --version 2>/dev/null | head -1
+        clang$KLLVM --version 2>/dev/null | head -1
         "$TOOLS/bin/bindgen" --version 2>/dev/null
     } | sha256sum | cut -c1-16
 }

@@ -30,6 +30,8 @@ flock 9
 PACKAGES=(
     # kernel toolchain (Rust-for-Linux on 6.12: Debian's rustc-web has core/alloc sources)
     rustc-web rust-web-src linux-source-6.12 clang lld llvm libclang-dev
+    # clang 19 for the test kernel (kCFI with Rust; see common.sh)
+    clang-19 lld-19 llvm-19 libclang-19-dev
     flex bison bc libelf-dev libssl-dev cpio kmod make xz-utils
     # test VM: qemu (the guest runs scripts/vm-init.sh over the host's root
     # filesystem), busybox for its reboot, python3 for the test drivers
@@ -42,6 +44,9 @@ PACKAGES=(
     shellcheck pyflakes3
     # Debian packages (scripts/package.sh) and their test: debhelper, DKMS, lintian
     dpkg-dev debhelper dh-dkms dkms fakeroot lintian
+    # Debian's bindgen: what the DKMS package's module build uses (its
+    # Depends); the kernel build itself needs the newer one in $TOOLS
+    bindgen
 )
 
 install_packages() {

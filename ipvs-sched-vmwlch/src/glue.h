@@ -8,17 +8,21 @@
  * Rust owns the state, the host map, validation and the selection.
  *
  * "state" below is an opaque pointer to a Rust-owned per-netns NetState.
+ *
+ * This header is the one contract: glue.c is compiled against it, and Kbuild
+ * runs bindgen on it (src/glue_sys.rs) for the Rust side, which calls the C
+ * functions through those declarations and checks its own definitions
+ * against them at compile time (ffi.rs). The struct names are the C names,
+ * so that kCFI type ids agree across the boundary.
  */
 #ifndef VMWLCH_GLUE_H
 #define VMWLCH_GLUE_H
 
 #include <linux/types.h>
-#include <linux/atomic.h>
 
 struct ip_vs_service;
 struct ip_vs_dest;
 struct sk_buff;
-struct rcu_head;
 
 /* Scheduler kinds, passed to Rust. */
 #define VMWLCH_KIND_VMWLC	0	/* host stage over the service's own load */
@@ -56,17 +60,22 @@ void vmwlch_rs_del_dest(void *state, struct ip_vs_service *svc,
 			struct ip_vs_dest *dest);
 void vmwlch_rs_upd_dest(void *state, struct ip_vs_service *svc,
 			struct ip_vs_dest *dest);
-/* Sets *stale (and returns NULL) if the snapshot is not current. */
+/* state may be NULL (namespace going away). Decides by plain wlc over the
+ * service's own destinations, and sets *fallback, when the snapshot is not
+ * current (or there is no state): never "no destination" for lack of one. */
 struct ip_vs_dest *vmwlch_rs_schedule(void *state, struct ip_vs_service *svc,
-				       int kind, u64 seed, int *stale);
+				       int kind, u64 seed, int *fallback);
 /* The rebuild work item's body (the namespace's lock held, process context). */
 void vmwlch_rs_rebuild_work(void *state);
-void vmwlch_rs_snapshot_free(struct rcu_head *head);
-/* Netlink commands: the attribute stream of the request (already validated
- * against the policy). Returns 0 or -errno; on error *msg is a static
- * message and *bad_off the offset of the offending attribute or -1. */
-int vmwlch_rs_cmd(void *state, u8 cmd, const void *attrs, int len,
-		  const char **msg, int *bad_off);
+/* A netlink do-command: the attribute stream of the request (already
+ * validated against the command's policy); GET_HOST and GET_INFO fill
+ * reply (NULL for the others; counters: the summed decision counters).
+ * Returns 0 or -errno; on error *msg is a static message and *bad_off the
+ * offset of the offending attribute in the stream, or -1. */
+int vmwlch_rs_do(void *state, u8 cmd, const void *attrs, int len,
+		 struct sk_buff *reply, u32 portid, u32 seq,
+		 const struct vmwlch_counters *counters, const char **msg,
+		 int *bad_off);
 /* Fill one message for host idx starting at member *member_off; returns 0
  * when the host is complete, 1 when the skb filled up mid-host (continue at
  * *member_off), -ENOENT past the last host, -EMSGSIZE if nothing fit. */
@@ -74,12 +83,8 @@ int vmwlch_rs_fill_host(void *state, u32 idx, u32 *member_off,
 			struct sk_buff *skb, u32 portid, u32 seq, int flags);
 /* The generation of the map and the tracked set (moves on every change). */
 u32 vmwlch_rs_generation(void *state);
-/* Look a host up by name (NUL-terminated); returns its index or -ENOENT. */
-int vmwlch_rs_host_index(void *state, const char *name);
 /* First tracked service (benchmark build only). */
 struct ip_vs_service *vmwlch_rs_bench_svc(void *state);
-int vmwlch_rs_fill_info(void *state, struct sk_buff *skb, u32 portid,
-			u32 seq, const struct vmwlch_counters *counters);
 
 /* ---- implemented in C (glue.c), called from Rust ---- */
 void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out);
@@ -97,7 +102,6 @@ unsigned long vmwlch_svc_slot(const struct ip_vs_service *svc);
 void vmwlch_svc_set_slot(struct ip_vs_service *svc, unsigned long slot);
 /* Queue the namespace's snapshot rebuild in delay jiffies (no-op if queued). */
 void vmwlch_queue_rebuild(void *vn, unsigned long delay);
-void vmwlch_retire(struct rcu_head *head);
 
 /* Module setup and teardown, called from the Rust module's init and drop. */
 int vmwlch_glue_init(void);

@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use crate::ffi::{Msg, MsgFull, RawCounters};
+use crate::ffi::{sk_buff, Msg, MsgFull, RawCounters};
 use crate::snapshot::nowarn;
 use crate::state::{Addr, Host, Inner, Member, NetState};
 use crate::uapi::*;
@@ -453,6 +453,77 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
         }
     }
     st.map_changed(inner);
+    Ok(())
+}
+
+/// Where a do-command's reply goes (GET_HOST, GET_INFO).
+pub(crate) struct Reply {
+    /// The reply skb (NULL for commands without a reply).
+    pub(crate) skb: *mut sk_buff,
+    /// The requester's port and sequence number.
+    pub(crate) portid: u32,
+    pub(crate) seq: u32,
+}
+
+fn emsgsize() -> Error {
+    Error::from_errno(-(kernel::bindings::EMSGSIZE as i32))
+}
+
+fn msg_size() -> Reject {
+    reject(
+        emsgsize(),
+        kernel::c_str!("host has too many members for one message: use a dump"),
+        None,
+    )
+}
+
+/// Runs a do-command: the changes, and the replies of GET_HOST and GET_INFO.
+///
+/// # Safety
+///
+/// `reply.skb` is NULL or a writable skb owned by the caller.
+pub(crate) unsafe fn do_cmd(
+    st: &NetState,
+    inner: &mut Inner,
+    cmd: u8,
+    buf: &[u8],
+    reply: &Reply,
+    counters: &RawCounters,
+) -> Result<(), Reject> {
+    let start = |cmd| {
+        if reply.skb.is_null() {
+            return Err(reject(EINVAL, kernel::c_str!("no reply buffer"), None));
+        }
+        // SAFETY: `reply.skb` is valid and ours (contract).
+        unsafe { Msg::start(reply.skb, reply.portid, reply.seq, 0, cmd) }.map_err(|_| msg_size())
+    };
+    match cmd {
+        VMWLCH_CMD_GET_HOST => {
+            let r = parse_host_attrs(buf, 0, cmd)?;
+            let name = req_name(&r)?;
+            let Some(idx) = inner.host_index(name) else {
+                let off = r.name.map(|a| a.off);
+                return Err(reject(ENOENT, kernel::c_str!("no such host"), off));
+            };
+            let mut msg = start(cmd)?;
+            match fill_host(inner, idx as u32, 0, &mut msg) {
+                Ok(Fill::Done) => msg.end(),
+                Ok(Fill::Partial(_)) | Err(_) => return Err(msg_size()),
+            }
+        }
+        VMWLCH_CMD_GET_INFO => {
+            let mut msg = start(cmd)?;
+            fill_info(inner, counters, st.is_current(), &mut msg).map_err(|_| {
+                reject(
+                    emsgsize(),
+                    kernel::c_str!("the info reply does not fit"),
+                    None,
+                )
+            })?;
+            msg.end();
+        }
+        _ => command(st, inner, cmd, buf)?,
+    }
     Ok(())
 }
 

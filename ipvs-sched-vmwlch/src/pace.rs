@@ -12,7 +12,7 @@
 //!   change could make the published snapshot wrong, moves the tracked set's
 //!   generation on (`NetState::invalidate`): from then on `schedule()` does
 //!   not use that snapshot but decides by plain wlc over the service's own
-//!   destinations (the glue's `vmwlch_wlc`, IPVS's wlc loop) until a current
+//!   destinations (`wlc.rs`, IPVS's wlc loop) until a current
 //!   one is published. That window is short and documented; it never refuses
 //!   a connection that has an eligible destination.
 //! * The rebuild runs at once if the budget allows, else from a delayed work

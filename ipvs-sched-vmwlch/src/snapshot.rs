@@ -19,7 +19,7 @@ use core::sync::atomic::{AtomicI32, Ordering};
 use kernel::alloc::{AllocError, Flags};
 use kernel::prelude::*;
 
-use crate::ffi::{self, IpVsDest, RcuHead};
+use crate::ffi::{self, ip_vs_dest, RcuHead};
 use crate::select::{Cluster, Live, Scope, Span, View};
 use crate::state::Inner;
 
@@ -31,7 +31,7 @@ pub(crate) fn nowarn() -> Flags {
 
 /// A destination in a snapshot: the IPVS destination it stands for.
 #[derive(Clone, Copy)]
-struct SnapDest(*mut IpVsDest);
+struct SnapDest(*mut ip_vs_dest);
 
 impl SnapDest {
     /// A field of the destination, at an offset from [`ffi::layout`].
@@ -351,7 +351,7 @@ pub(crate) fn build(inner: &Inner, gen: u32) -> Result<KBox<Snapshot>, AllocErro
     let v = views(inner, &segs)?;
     KBox::new(
         Snapshot {
-            rcu: RcuHead::new(),
+            rcu: RcuHead::default(),
             gen,
             dests,
             spans: v.spans,
@@ -367,21 +367,33 @@ impl Snapshot {
     ///
     /// Runs under `rcu_read_lock()`: no sleeping, no allocation.
     #[inline(always)]
-    pub(crate) fn select(&self, svc: usize, scope: Scope, seed: u64) -> Option<*mut IpVsDest> {
+    pub(crate) fn select(&self, svc: usize, scope: Scope, seed: u64) -> Option<*mut ip_vs_dest> {
         let mut ties = TieRandom::new(seed);
         crate::select::select(self, svc, scope, &mut || ties.next())
             .and_then(|i| self.dests.get(i))
             .map(|d| d.0)
     }
 
-    /// Frees a retired snapshot (the RCU callback).
+    /// Frees `this` after an RCU grace period.
     ///
     /// # Safety
     ///
-    /// `head` is the `rcu` field of a snapshot passed to `retire`, after a grace period.
-    pub(crate) unsafe fn free(head: *mut RcuHead) {
-        // SAFETY: per the contract, `head` is the address of a `Snapshot`
-        // leaked with `KBox::into_raw` that no reader can still see.
-        drop(unsafe { KBox::from_raw(head.cast::<Snapshot>()) });
+    /// `this` came from `KBox::into_raw` and no new reader can reach it.
+    pub(crate) unsafe fn retire(this: *mut Snapshot) {
+        // SAFETY: `rcu` is the first field (`repr(C)`), unused until now;
+        // `call_rcu` owns the snapshot until `free` runs. `free` has the C
+        // type `rcu_callback_t` (its kCFI type id is that of C callbacks).
+        unsafe { kernel::bindings::call_rcu(this.cast::<RcuHead>(), Some(free)) }
     }
+}
+
+/// The RCU callback of [`Snapshot::retire`].
+///
+/// # Safety
+///
+/// `head` is the `rcu` field of a retired snapshot, after a grace period.
+unsafe extern "C" fn free(head: *mut RcuHead) {
+    // SAFETY: per the contract, `head` is the address of a `Snapshot`
+    // leaked with `KBox::into_raw` that no reader can still see.
+    drop(unsafe { KBox::from_raw(head.cast::<Snapshot>()) });
 }

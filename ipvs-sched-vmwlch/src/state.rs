@@ -29,7 +29,7 @@ use kernel::alloc::AllocError;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-use crate::ffi::{self, IpVsDest, IpVsService, RcuHead};
+use crate::ffi::{self, ip_vs_dest, ip_vs_service};
 use crate::pace::Pace;
 use crate::select::Scope;
 use crate::snapshot::{nowarn, Snapshot};
@@ -101,7 +101,7 @@ pub(crate) struct Member {
 /// A tracked destination.
 #[derive(Clone, Copy)]
 struct Dest {
-    dest: *mut IpVsDest,
+    dest: *mut ip_vs_dest,
     addr: Addr,
     /// Its weight was positive at the last `add_dest`/`upd_dest`.
     weighted: bool,
@@ -114,7 +114,7 @@ impl Dest {
     ///
     /// `dest` is live: linked to a tracked service (under the IPVS config
     /// mutex, or inside an RCU read-side section).
-    unsafe fn new(dest: *mut IpVsDest) -> Self {
+    unsafe fn new(dest: *mut ip_vs_dest) -> Self {
         // SAFETY: per the contract.
         let (af, bytes) = unsafe { ffi::dest_addr(dest) };
         // SAFETY: per the contract.
@@ -129,7 +129,7 @@ impl Dest {
 
 /// A service bound to `vmwlc` or `vmwlch`.
 struct Svc {
-    svc: *mut IpVsService,
+    svc: *mut ip_vs_service,
     dests: KVVec<Dest>,
     /// An `add_dest` ran out of memory: `dests` may miss destinations of
     /// the service until [`Inner::resync`] succeeds.
@@ -168,7 +168,7 @@ pub(crate) struct NetState {
 /// A scheduling outcome.
 pub(crate) enum Decision {
     /// This destination.
-    Chosen(*mut IpVsDest),
+    Chosen(*mut ip_vs_dest),
     /// No destination is eligible.
     NoDest,
     /// The snapshot is not current: the caller decides by plain wlc.
@@ -269,7 +269,7 @@ impl Inner {
     }
 
     /// Every tracked destination: (service key, destination, address).
-    pub(crate) fn tracked(&self) -> impl Iterator<Item = (usize, *mut IpVsDest, &Addr)> {
+    pub(crate) fn tracked(&self) -> impl Iterator<Item = (usize, *mut ip_vs_dest, &Addr)> {
         self.svcs.iter().flatten().flat_map(|s| {
             s.dests
                 .iter()
@@ -294,7 +294,7 @@ impl Inner {
     }
 
     /// The first tracked service (null if none).
-    pub(crate) fn first_service(&self) -> *mut IpVsService {
+    pub(crate) fn first_service(&self) -> *mut ip_vs_service {
         self.svcs
             .iter()
             .flatten()
@@ -304,7 +304,7 @@ impl Inner {
 
     /// The slot of a tracked service: O(1) through `sched_data`, which only
     /// we write while the service uses our scheduler.
-    fn slot_of(&self, svc: *mut IpVsService) -> Option<usize> {
+    fn slot_of(&self, svc: *mut ip_vs_service) -> Option<usize> {
         // SAFETY: `svc` is live (every caller is a scheduler callback for it).
         let slot = unsafe { ffi::svc_slot(svc) }.checked_sub(1)?;
         let s = self.svcs.get(slot)?.as_ref()?;
@@ -314,7 +314,7 @@ impl Inner {
     /// The slot of a tracked service, by `sched_data` or, should that not
     /// lead to it (it always does), by a search: a service must not stay
     /// tracked past its `done_service`.
-    fn find(&self, svc: *mut IpVsService) -> Option<usize> {
+    fn find(&self, svc: *mut ip_vs_service) -> Option<usize> {
         self.slot_of(svc).or_else(|| {
             self.svcs
                 .iter()
@@ -322,7 +322,7 @@ impl Inner {
         })
     }
 
-    fn svc_mut(&mut self, svc: *mut IpVsService) -> Option<&mut Svc> {
+    fn svc_mut(&mut self, svc: *mut ip_vs_service) -> Option<&mut Svc> {
         let slot = self.find(svc)?;
         self.svcs.get_mut(slot)?.as_mut()
     }
@@ -332,7 +332,7 @@ impl Inner {
     /// # Safety
     ///
     /// Called from `init_service` with the IPVS config mutex held.
-    pub(crate) unsafe fn init_service(&mut self, svc: *mut IpVsService) -> Result {
+    pub(crate) unsafe fn init_service(&mut self, svc: *mut ip_vs_service) -> Result {
         // Not `find`: a new service is not tracked, and a search per
         // service would make a restore quadratic again.
         if self.slot_of(svc).is_some() {
@@ -375,7 +375,7 @@ impl Inner {
     }
 
     /// Stops tracking `svc`.
-    pub(crate) fn done_service(&mut self, svc: *mut IpVsService) {
+    pub(crate) fn done_service(&mut self, svc: *mut ip_vs_service) {
         let Some(slot) = self.find(svc) else {
             return;
         };
@@ -395,7 +395,11 @@ impl Inner {
     /// # Safety
     ///
     /// Called from `add_dest` with the IPVS config mutex held.
-    pub(crate) unsafe fn add_dest(&mut self, svc: *mut IpVsService, dest: *mut IpVsDest) -> Result {
+    pub(crate) unsafe fn add_dest(
+        &mut self,
+        svc: *mut ip_vs_service,
+        dest: *mut ip_vs_dest,
+    ) -> Result {
         // SAFETY: `dest` was just linked under the config mutex.
         let entry = unsafe { Dest::new(dest) };
         let Some(s) = self.svc_mut(svc) else {
@@ -413,7 +417,7 @@ impl Inner {
     }
 
     /// Stops tracking a destination of `svc`.
-    pub(crate) fn del_dest(&mut self, svc: *mut IpVsService, dest: *mut IpVsDest) {
+    pub(crate) fn del_dest(&mut self, svc: *mut ip_vs_service, dest: *mut ip_vs_dest) {
         let Some(s) = self.svc_mut(svc) else {
             return;
         };
@@ -434,8 +438,8 @@ impl Inner {
     /// Called from `upd_dest` with the IPVS config mutex held.
     pub(crate) unsafe fn upd_dest(
         &mut self,
-        svc: *mut IpVsService,
-        dest: *mut IpVsDest,
+        svc: *mut ip_vs_service,
+        dest: *mut ip_vs_dest,
     ) -> Option<bool> {
         // SAFETY: `dest` is linked to `svc` under the config mutex.
         let weighted = unsafe { ffi::dest_live(dest) }.weight > 0;
@@ -482,7 +486,7 @@ impl Inner {
 }
 
 /// The current destinations of `svc`, read under RCU.
-fn resync_one(svc: *mut IpVsService) -> Result<KVVec<Dest>, AllocError> {
+fn resync_one(svc: *mut ip_vs_service) -> Result<KVVec<Dest>, AllocError> {
     for _ in 0..4 {
         let mut n = 0usize;
         let count = |_| {
@@ -576,8 +580,8 @@ impl NetState {
         let old = self.snap.swap(new, Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: `old` came from `KBox::into_raw` and is unreachable for
-            // new readers; `rcu` is its first field (`repr(C)`).
-            unsafe { ffi::retire(old.cast::<RcuHead>()) };
+            // new readers.
+            unsafe { Snapshot::retire(old) };
         }
     }
 
@@ -585,7 +589,7 @@ impl NetState {
     ///
     /// Runs under `rcu_read_lock()`, possibly in softirq: no sleeping, no allocation.
     #[inline(always)]
-    pub(crate) fn schedule(&self, svc: *mut IpVsService, scope: Scope, seed: u64) -> Decision {
+    pub(crate) fn schedule(&self, svc: *mut ip_vs_service, scope: Scope, seed: u64) -> Decision {
         // Acquire pairs with the Release in `swap` (rcu_dereference).
         let p = self.snap.load(Ordering::Acquire);
         // SAFETY: a published snapshot stays allocated until a grace period

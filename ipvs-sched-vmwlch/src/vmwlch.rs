@@ -11,8 +11,8 @@
 //!
 //! Layout: `select.rs` is the selection (shared with user-space tests),
 //! `state.rs` the per-namespace state, `snapshot.rs` the snapshot that
-//! `schedule()` reads, `pace.rs` when it is rebuilt, `nl.rs` the netlink
-//! commands, `ffi.rs` the only code that calls C, `glue.c` the C side.
+//! `schedule()` reads, `pace.rs` when it is rebuilt, `wlc.rs` the fallback
+//! while it is not current, `nl.rs` the netlink commands, `ffi.rs` the only code that calls C, `glue.c` the C side.
 
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
@@ -25,9 +25,9 @@ pub mod select;
 mod snapshot;
 mod state;
 mod uapi;
+mod wlc;
 
-use ffi::{IpVsDest, IpVsService, Msg, RcuHead, SkBuff};
-use snapshot::Snapshot;
+use ffi::{ip_vs_dest, ip_vs_service, sk_buff, Msg};
 use state::{Decision, Inner, NetState};
 
 /// Version reported by `VMWLCH_CMD_GET_INFO`.
@@ -47,7 +47,7 @@ struct VmwlchModule;
 impl kernel::Module for VmwlchModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: called once at module init, before any other entry point.
-        let ret = unsafe { ffi::vmwlch_glue_init() };
+        let ret = unsafe { ffi::glue_init() };
         if ret != 0 {
             return Err(Error::from_errno(ret));
         }
@@ -63,7 +63,7 @@ impl Drop for VmwlchModule {
     fn drop(&mut self) {
         // SAFETY: module exit; `init` succeeded. IPVS holds a module
         // reference while any service uses our schedulers.
-        unsafe { ffi::vmwlch_glue_exit() };
+        unsafe { ffi::glue_exit() };
     }
 }
 
@@ -135,7 +135,7 @@ unsafe extern "C" fn vmwlch_rs_net_free(p: *mut c_void) {
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_init_service(
     st: *mut c_void,
-    svc: *mut IpVsService,
+    svc: *mut ip_vs_service,
     _kind: c_int,
 ) -> c_int {
     // SAFETY: per the contract.
@@ -159,7 +159,7 @@ unsafe extern "C" fn vmwlch_rs_init_service(
 ///
 /// As for [`vmwlch_rs_init_service`].
 #[no_mangle]
-unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsService) {
+unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut ip_vs_service) {
     let untrack = |_: &NetState, inner: &mut Inner| {
         inner.done_service(svc);
         // IPVS frees the service's destinations after this: stale.
@@ -177,8 +177,8 @@ unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut IpVsServi
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_add_dest(
     st: *mut c_void,
-    svc: *mut IpVsService,
-    dest: *mut IpVsDest,
+    svc: *mut ip_vs_service,
+    dest: *mut ip_vs_dest,
 ) {
     let track = |st: &NetState, inner: &mut Inner| {
         // SAFETY: the IPVS config mutex is held.
@@ -202,8 +202,8 @@ unsafe extern "C" fn vmwlch_rs_add_dest(
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_del_dest(
     st: *mut c_void,
-    svc: *mut IpVsService,
-    dest: *mut IpVsDest,
+    svc: *mut ip_vs_service,
+    dest: *mut ip_vs_dest,
 ) {
     let untrack = |_: &NetState, inner: &mut Inner| {
         inner.del_dest(svc, dest);
@@ -223,8 +223,8 @@ unsafe extern "C" fn vmwlch_rs_del_dest(
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_upd_dest(
     st: *mut c_void,
-    svc: *mut IpVsService,
-    dest: *mut IpVsDest,
+    svc: *mut ip_vs_service,
+    dest: *mut ip_vs_dest,
 ) {
     // Only a weight that becomes positive or stops being so matters (see
     // `Inner::upd_dest`); other edits leave the snapshot exact.
@@ -248,56 +248,58 @@ unsafe extern "C" fn vmwlch_rs_rebuild_work(st: *mut c_void) {
     st.work(inner);
 }
 
-/// `schedule`: pick a destination (NULL if none is eligible). Sets `*stale`
-/// (and returns NULL) if the snapshot is not current: the glue then decides
-/// by plain wlc.
+/// `schedule`: pick a destination (NULL if none is eligible). Without a
+/// current snapshot (or without a state: the namespace is going away), plain
+/// wlc decides and `*fallback` is set.
 ///
 /// # Safety
 ///
-/// `st` is a live state reached through `rcu_dereference` inside the RCU
-/// read-side section that IPVS holds around `schedule`; `stale` is writable.
+/// `st` is NULL or a live state reached through `rcu_dereference` inside the
+/// RCU read-side section that IPVS holds around `schedule`; `svc` is live;
+/// `fallback` is writable.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_schedule(
     st: *mut c_void,
-    svc: *mut IpVsService,
+    svc: *mut ip_vs_service,
     kind: c_int,
     seed: u64,
-    stale: *mut c_int,
-) -> *mut IpVsDest {
-    // SAFETY: per the contract.
-    let (dest, is_stale) = match unsafe { state(st) }.schedule(svc, scope(kind), seed) {
-        Decision::Chosen(d) => (d, 0),
-        Decision::NoDest => (core::ptr::null_mut(), 0),
-        Decision::Stale => (core::ptr::null_mut(), 1),
+    fallback: *mut c_int,
+) -> *mut ip_vs_dest {
+    let decision = if st.is_null() {
+        Decision::Stale
+    } else {
+        // SAFETY: per the contract.
+        unsafe { state(st) }.schedule(svc, scope(kind), seed)
     };
-    // SAFETY: writable (contract).
-    unsafe { *stale = is_stale };
-    dest
+    match decision {
+        Decision::Chosen(d) => d,
+        Decision::NoDest => core::ptr::null_mut(),
+        Decision::Stale => {
+            // SAFETY: writable (contract).
+            unsafe { *fallback = 1 };
+            // SAFETY: `svc` is live, inside the RCU read-side section.
+            unsafe { wlc::schedule(svc) }
+        }
+    }
 }
 
-/// RCU callback freeing a retired snapshot.
-///
-/// # Safety
-///
-/// Called by RCU for a head passed to `vmwlch_retire`.
-#[no_mangle]
-unsafe extern "C" fn vmwlch_rs_snapshot_free(head: *mut RcuHead) {
-    // SAFETY: per the contract.
-    unsafe { Snapshot::free(head) }
-}
-
-/// A changing netlink command.
+/// A netlink do-command (see glue.h).
 ///
 /// # Safety
 ///
 /// `st` is a live state, `vmwlch_net.lock` is held, `attrs` points to `len`
-/// readable bytes, `msg` and `bad_off` are writable.
+/// readable bytes, `reply` is NULL or a writable skb owned by the caller,
+/// `counters` is readable, `msg` and `bad_off` are writable.
 #[no_mangle]
-unsafe extern "C" fn vmwlch_rs_cmd(
+unsafe extern "C" fn vmwlch_rs_do(
     st: *mut c_void,
     cmd: u8,
     attrs: *const c_void,
     len: c_int,
+    reply: *mut sk_buff,
+    portid: u32,
+    seq: u32,
+    counters: *const ffi::RawCounters,
     msg: *mut *const c_char,
     bad_off: *mut c_int,
 ) -> c_int {
@@ -312,7 +314,15 @@ unsafe extern "C" fn vmwlch_rs_cmd(
         // SAFETY: `attrs` points to `len` readable bytes (the request).
         unsafe { core::slice::from_raw_parts(attrs.cast::<u8>(), len) }
     };
-    match nl::command(st, inner, cmd, buf) {
+    let reply = nl::Reply {
+        skb: reply,
+        portid,
+        seq,
+    };
+    // SAFETY: `counters` is readable (contract).
+    let counters = unsafe { &*counters };
+    // SAFETY: `reply.skb` is NULL or valid and ours (contract).
+    match unsafe { nl::do_cmd(st, inner, cmd, buf, &reply, counters) } {
         Ok(()) => 0,
         Err(r) => {
             // SAFETY: `msg` and `bad_off` are writable (contract).
@@ -337,23 +347,6 @@ unsafe extern "C" fn vmwlch_rs_generation(st: *mut c_void) -> u32 {
     unsafe { state(st).inner_mut() }.generation
 }
 
-/// Looks a host up by its NUL-terminated name.
-///
-/// # Safety
-///
-/// `st` is a live state, `vmwlch_net.lock` is held, `name` is NUL-terminated.
-#[no_mangle]
-unsafe extern "C" fn vmwlch_rs_host_index(st: *mut c_void, name: *const c_char) -> c_int {
-    // SAFETY: per the contract.
-    let inner = unsafe { state(st).inner_mut() };
-    // SAFETY: the policy made the attribute NUL-terminated.
-    let name = unsafe { ffi::c_str_bytes(name, 256) };
-    match inner.host_index(name) {
-        Some(i) => i as c_int,
-        None => ENOENT.to_errno(),
-    }
-}
-
 /// Writes one host message into `skb` (see glue.h for the return values).
 ///
 /// # Safety
@@ -365,7 +358,7 @@ unsafe extern "C" fn vmwlch_rs_fill_host(
     st: *mut c_void,
     idx: u32,
     member_off: *mut u32,
-    skb: *mut SkBuff,
+    skb: *mut sk_buff,
     portid: u32,
     seq: u32,
     flags: c_int,
@@ -397,46 +390,13 @@ unsafe extern "C" fn vmwlch_rs_fill_host(
     }
 }
 
-/// Writes the info reply into `skb`.
-///
-/// # Safety
-///
-/// As for [`vmwlch_rs_fill_host`]; `counters` is readable.
-#[no_mangle]
-unsafe extern "C" fn vmwlch_rs_fill_info(
-    st: *mut c_void,
-    skb: *mut SkBuff,
-    portid: u32,
-    seq: u32,
-    counters: *const ffi::RawCounters,
-) -> c_int {
-    // SAFETY: per the contract.
-    let st = unsafe { state(st) };
-    // SAFETY: `vmwlch_net.lock` is held (contract).
-    let inner = unsafe { st.inner_mut() };
-    // SAFETY: `skb` is valid and ours (contract).
-    let Ok(mut msg) = (unsafe { Msg::start(skb, portid, seq, 0, uapi::VMWLCH_CMD_GET_INFO) })
-    else {
-        return -(kernel::bindings::EMSGSIZE as c_int);
-    };
-    // SAFETY: `counters` is readable (contract).
-    let c = unsafe { *counters };
-    match nl::fill_info(inner, &c, st.is_current(), &mut msg) {
-        Ok(()) => {
-            msg.end();
-            0
-        }
-        Err(_) => -(kernel::bindings::EMSGSIZE as c_int),
-    }
-}
-
 /// The first tracked service, for the benchmark build's debugfs timer.
 ///
 /// # Safety
 ///
 /// `st` is a live state and `vmwlch_net.lock` is held.
 #[no_mangle]
-unsafe extern "C" fn vmwlch_rs_bench_svc(st: *mut c_void) -> *mut IpVsService {
+unsafe extern "C" fn vmwlch_rs_bench_svc(st: *mut c_void) -> *mut ip_vs_service {
     // SAFETY: per the contract.
     let inner = unsafe { state(st).inner_mut() };
     inner.first_service()
