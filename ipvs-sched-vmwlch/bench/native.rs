@@ -105,16 +105,25 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// One `vmwlch` decision, with the module's tie-breaking random source
-/// (state.rs's TieRandom: the seed mixed at the first draw, then SplitMix64).
+/// (snapshot.rs's TieRandom: the two halves of the mixed seed, then SplitMix64).
 #[inline(never)]
 fn vmwlch(s: &Snapshot, service: usize, seed: u64) -> *mut u8 {
     let mut state = 0u64;
+    let mut spare: Option<u32> = None;
     let mut rng = || {
-        if state == 0 {
-            state = mix(seed) | 1;
+        if let Some(r) = spare.take() {
+            return r;
         }
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        (mix(state) >> 32) as u32
+        let z = if state == 0 {
+            let z = mix(seed);
+            state = z | 1;
+            z
+        } else {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            mix(state)
+        };
+        spare = Some(z as u32);
+        (z >> 32) as u32
     };
     select::select(s, service, Scope::Aggregate, &mut rng)
         .and_then(|i| s.dests.get(i).copied())

@@ -162,13 +162,16 @@ impl Cluster for Snapshot {
 }
 
 /// Random numbers for breaking ties within one decision: SplitMix64 over a
-/// per-decision seed (the glue's per-CPU Weyl sequence), itself mixed first
-/// so that consecutive decisions' streams do not overlap. Only computed when
-/// a decision has a tie; a decision draws at most one number per stage
-/// (host, then destination) unless more than 64 candidates tie.
+/// per-decision seed (the glue's per-CPU Weyl sequence). Only computed when
+/// a decision has a tie. A decision draws at most one number per stage
+/// (host, then destination) unless more than 64 candidates tie, so the two
+/// halves of the seed's one mixed value serve both; further draws continue
+/// from that value (not from the seed, whose successor is the next
+/// decision's seed), so consecutive decisions' streams do not overlap.
 struct TieRandom {
     seed: u64,
     state: u64,
+    spare: Option<u32>,
 }
 
 impl TieRandom {
@@ -177,7 +180,11 @@ impl TieRandom {
 
     #[inline(always)]
     fn new(seed: u64) -> Self {
-        Self { seed, state: 0 }
+        Self {
+            seed,
+            state: 0,
+            spare: None,
+        }
     }
 
     /// SplitMix64's output function.
@@ -190,13 +197,19 @@ impl TieRandom {
 
     #[inline(always)]
     fn next(&mut self) -> u32 {
-        if self.state == 0 {
-            // First draw of the decision (a state that later reaches 0 merely
-            // restarts from the seed: harmless).
-            self.state = Self::mix(self.seed) | 1;
+        if let Some(r) = self.spare.take() {
+            return r;
         }
-        self.state = self.state.wrapping_add(Self::GAMMA);
-        (Self::mix(self.state) >> 32) as u32
+        let z = if self.state == 0 {
+            let z = Self::mix(self.seed);
+            self.state = z | 1;
+            z
+        } else {
+            self.state = self.state.wrapping_add(Self::GAMMA);
+            Self::mix(self.state)
+        };
+        self.spare = Some(z as u32);
+        (z >> 32) as u32
     }
 }
 
