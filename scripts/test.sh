@@ -57,6 +57,9 @@ LINT_SH=(scripts/*.sh tests/**/*.sh lab/*.sh .ci/run)
 LINT_PY=(tests/py tests/keepalive lab/*.py lab/labkit lab/bench/*.py)
 shopt -u globstar nullglob
 step "shellcheck -S warning" shellcheck -x -P SCRIPTDIR -S warning -f gcc "${LINT_SH[@]}"
+# The module's stack frames (Rust gets no -Wframe-larger-than; a 2 KB frame in
+# a recursive sort overflowed a 16 KB kernel stack once).
+step "module stack frames <= 1024 bytes" python3 tests/py/module_frames.py ipvs-sched-vmwlch/ip_vs_vmwlch.ko 1024
 # Python: pyflakes reports real bugs only (undefined names, unused imports and variables).
 step "pyflakes" pyflakes3 "${LINT_PY[@]}"
 

@@ -31,33 +31,6 @@ DEFINE_PER_CPU(u64, vmwlch_seq);
 
 /* ---- accessors for Rust ---- */
 
-void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out)
-{
-	int active = atomic_read(&dest->activeconns);
-
-	out->weight = atomic_read(&dest->weight);
-	out->activeconns = active;
-	out->flags = READ_ONCE(dest->flags);
-#ifdef VMWLCH_HAVE_TOTALCONNS
-	/* Since the totalconns change, wlc's overhead is active*256 + total. */
-	out->overhead_term = atomic_read(&dest->totalconns);
-	out->inactconns = max(out->overhead_term - active, 0);
-#else
-	out->inactconns = atomic_read(&dest->inactconns);
-	out->overhead_term = out->inactconns;
-#endif
-}
-
-u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16)
-{
-	memset(out16, 0, 16);
-	if (dest->af == AF_INET6)
-		memcpy(out16, &dest->addr.in6, 16);
-	else
-		memcpy(out16, &dest->addr.ip, 4);
-	return dest->af;
-}
-
 int vmwlch_svc_walk(struct ip_vs_service *svc,
 		    int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx)
 {
@@ -88,16 +61,6 @@ int vmwlch_svc_walk_rcu(struct ip_vs_service *svc,
 	return ret;
 }
 
-unsigned long vmwlch_svc_slot(const struct ip_vs_service *svc)
-{
-	return (unsigned long)svc->sched_data;
-}
-
-void vmwlch_svc_set_slot(struct ip_vs_service *svc, unsigned long slot)
-{
-	svc->sched_data = (void *)slot;
-}
-
 void vmwlch_queue_rebuild(void *vn, unsigned long delay)
 {
 	struct vmwlch_net *n = vn;
@@ -113,7 +76,7 @@ static void vmwlch_rebuild_fn(struct work_struct *work)
 
 	mutex_lock(&vn->lock);
 	/* NULL once the namespace is going away (then nothing requeues us). */
-	st = rcu_dereference_protected(vn->state, lockdep_is_held(&vn->lock));
+	st = vmwlch_state_locked(vn);
 	if (st)
 		vmwlch_rs_rebuild_work(st);
 	mutex_unlock(&vn->lock);

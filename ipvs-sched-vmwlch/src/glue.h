@@ -28,19 +28,6 @@ struct sk_buff;
 #define VMWLCH_KIND_VMWLC	0	/* host stage over the service's own load */
 #define VMWLCH_KIND_VMWLCH	1	/* host stage over all services' load */
 
-/* Live values of a destination, read with atomic_read(). IPVS's overhead
- * (ip_vs_dest_conn_overhead(), what wlc minimises) is
- * activeconns * 256 + overhead_term; overhead_term is inactconns on kernels
- * that count inactive connections and totalconns on those that count the
- * total (e.g. 6.12.117 and later), so the schedulers use wlc's own measure. */
-struct vmwlch_live {
-	s32 weight;
-	s32 activeconns;
-	s32 overhead_term;
-	s32 inactconns;
-	u32 flags;
-};
-
 /* Per-CPU decision counters (summed for GET_INFO; struct RawCounters in ffi.rs). */
 struct vmwlch_counters {
 	u64 decisions;
@@ -87,19 +74,12 @@ u32 vmwlch_rs_generation(void *state);
 struct ip_vs_service *vmwlch_rs_bench_svc(void *state);
 
 /* ---- implemented in C (glue.c), called from Rust ---- */
-void vmwlch_dest_live(const struct ip_vs_dest *dest, struct vmwlch_live *out);
-/* Address of a destination: returns the family (AF_INET/AF_INET6) and
- * copies 16 bytes (IPv4 in the first 4). */
-u16 vmwlch_dest_addr(const struct ip_vs_dest *dest, u8 *out16);
 /* Walk svc->destinations (caller holds the IPVS config mutex). */
 int vmwlch_svc_walk(struct ip_vs_service *svc,
 		    int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx);
 /* The same, under rcu_read_lock() (cb must not sleep). */
 int vmwlch_svc_walk_rcu(struct ip_vs_service *svc,
 			int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx);
-/* The service's slot in the Rust state, kept in svc->sched_data (0: none). */
-unsigned long vmwlch_svc_slot(const struct ip_vs_service *svc);
-void vmwlch_svc_set_slot(struct ip_vs_service *svc, unsigned long slot);
 /* Queue the namespace's snapshot rebuild in delay jiffies (no-op if queued). */
 void vmwlch_queue_rebuild(void *vn, unsigned long delay);
 

@@ -183,7 +183,7 @@ fn parse_members(nest: Nla<'_>) -> Result<KVVec<Addr>, Reject> {
         }
         v.push(addr, nowarn()).map_err(|_| oom())?;
     }
-    v.as_mut_slice().sort_unstable();
+    crate::sort::sort(v.as_mut_slice());
     let mut w = 0;
     for r in 0..v.len() {
         let cur = v[r];
@@ -236,10 +236,7 @@ fn map_members(inner: &mut Inner, idx: u32, addrs: &[Addr]) -> Result<(), Reject
             }
         }
     }
-    inner
-        .members
-        .as_mut_slice()
-        .sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+    crate::sort::sort_by(inner.members.as_mut_slice(), |a, b| a.addr < b.addr);
     Ok(())
 }
 
@@ -392,9 +389,7 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
             }
         }
     }
-    members
-        .as_mut_slice()
-        .sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+    crate::sort::sort_by(members.as_mut_slice(), |a, b| a.addr < b.addr);
     if members.windows(2).any(|w| w[0].addr == w[1].addr) {
         return Err(reject(
             EINVAL,

@@ -14,8 +14,6 @@
 //! contiguous pages are not to be had. A failure is handled (the caller
 //! keeps serving and retries), so the allocations do not warn.
 
-use core::sync::atomic::{AtomicI32, Ordering};
-
 use kernel::alloc::{AllocError, Flags};
 use kernel::prelude::*;
 
@@ -34,7 +32,7 @@ pub(crate) fn nowarn() -> Flags {
 struct SnapDest(*mut ip_vs_dest);
 
 impl SnapDest {
-    /// A field of the destination, at an offset from [`ffi::layout`].
+    /// A 4-byte field of the destination (see [`ffi::dest_field`]).
     ///
     /// # Safety
     ///
@@ -43,10 +41,8 @@ impl SnapDest {
     /// with READ_ONCE by the kernel.
     #[inline(always)]
     unsafe fn field(&self, off: usize) -> i32 {
-        // SAFETY: per the contract the address is that of a live, aligned
-        // 4-byte field, which `AtomicI32` may view (atomic_t is an int;
-        // relaxed loads are what atomic_read()/READ_ONCE() do).
-        unsafe { &*self.0.cast::<u8>().add(off).cast::<AtomicI32>() }.load(Ordering::Relaxed)
+        // SAFETY: per the contract.
+        unsafe { ffi::dest_field(self.0, off) }
     }
 
     /// The two terms of wlc's overhead: activeconns and the other counter
@@ -243,7 +239,7 @@ fn keyed(inner: &Inner) -> Result<KVVec<Keyed>, AllocError> {
         let weighted = unsafe { ffi::dest_live(dest) }.weight > 0;
         keyed.push((key, svc, SnapDest(dest), weighted), nowarn())?;
     }
-    keyed.as_mut_slice().sort_unstable_by_key(|k| (k.0, k.1));
+    crate::sort::sort_by_key(keyed.as_mut_slice(), |k| (k.0, k.1));
     Ok(keyed)
 }
 
@@ -278,7 +274,7 @@ fn segments(keyed: &[Keyed]) -> Result<(KVVec<SnapDest>, KVVec<Seg>), AllocError
             segs.push((svc, key, host, own, weighted), nowarn())?;
         }
     }
-    segs.as_mut_slice().sort_unstable_by_key(|g| (g.0, g.2 .0));
+    crate::sort::sort_by_key(segs.as_mut_slice(), |g| (g.0, g.2 .0));
     Ok((dests, segs))
 }
 

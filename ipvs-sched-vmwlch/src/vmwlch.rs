@@ -23,6 +23,7 @@ mod pace;
 #[path = "select.rs"]
 pub mod select;
 mod snapshot;
+mod sort;
 mod state;
 mod uapi;
 mod wlc;
