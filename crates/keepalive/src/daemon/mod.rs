@@ -52,7 +52,7 @@ use crate::ipvs::{IpvsBackend, IpvsEvent, IpvsWorker};
 use crate::metrics::Metrics;
 use crate::rtnl::{self, Link, Rtnl};
 use crate::sdnotify;
-use crate::source::{ClusterSource, Desired, FileSource};
+use crate::source::{ClusterSource, Desired, Selector};
 use crate::sys::{Icmp6Socket, PacketSocket};
 use vrrp::machine::{Input, Time};
 
@@ -107,6 +107,7 @@ impl Daemon {
         let (ipvs_tx, ipvs_rx) = mpsc::unbounded_channel();
         let (_, link_rx) = mpsc::unbounded_channel();
         let ipvs = IpvsWorker::spawn(ipvs, Some(ipvs_tx)).context("starting the IPVS thread")?;
+        let metrics = Metrics::new();
         Ok(Daemon {
             cfg,
             path,
@@ -126,14 +127,14 @@ impl Daemon {
             script_rx,
             scripts: vec![],
             desired: None,
-            source: Box::new(FileSource::new(desired_tx)),
+            source: Box::new(Selector::new(desired_tx, metrics.clone())),
             desired_rx,
             ipvs,
             ipvs_rx,
             ipvs_ok: false,
             garp: None,
             icmp6: None,
-            metrics: Metrics::new(),
+            metrics,
             metrics_task: None,
             warn_limit: RateLimit::default(),
         })
