@@ -18,7 +18,7 @@
 //! * [`sync`]: sync groups, and holding instances in BACKUP (no IPVS table);
 //! * [`checks`]: real-server health checks and the IPVS worker's results;
 //! * [`crate::source`]: **seam** - where the desired IPVS state comes from
-//!   (the YAML file today);
+//!   (the YAML file, or etcd);
 //! * [`reload`]: SIGHUP, the configuration diff;
 //! * [`hooks`]: notify commands.
 
@@ -194,7 +194,8 @@ impl Daemon {
         // The file's desired state is there before anything else runs.
         self.source.configure(&cfg);
         self.take_desired();
-        self.ipvs_ok = self.desired.is_none();
+        // From etcd the state comes later: not applied until it has been.
+        self.ipvs_ok = self.desired.is_none() && cfg.cluster_source.is_none();
         self.metrics.set(
             crate::metrics::G::IpvsApplied,
             vec![],
