@@ -42,6 +42,11 @@ impl Error {
     /// From an etcd-client error: transport problems are "unreachable".
     pub(crate) fn from_etcd(endpoints: &str, what: &'static str, e: etcd_client::Error) -> Error {
         use etcd_client::Error as E;
+        if matches!(e, E::InvalidUri(_) | E::InvalidArgs(_)) {
+            return Error::Usage(format!(
+                "etcd endpoints {endpoints:?}: {e} (give http://HOST:PORT, comma-separated)"
+            ));
+        }
         let unreachable = match &e {
             E::TransportError(_) | E::IoError(_) => true,
             E::GRpcStatus(s) => matches!(
@@ -51,8 +56,8 @@ impl Error {
             _ => false,
         };
         let detail = match &e {
-            E::GRpcStatus(s) => s.message().to_string(),
-            _ => e.to_string(),
+            E::GRpcStatus(s) => chain(s.message(), s),
+            _ => chain(&e.to_string(), &e),
         };
         if unreachable {
             Error::Unreachable {
@@ -74,5 +79,21 @@ impl Error {
             endpoints: endpoints.to_string(),
             detail: format!("no answer within {} s", t.as_secs()),
         }
+    }
+}
+
+/// `first` and the deepest of `e`'s sources ("tcp connect error:
+/// Connection refused (os error 111)"): the reason is usually deepest, the
+/// layers between repeat it.
+fn chain(first: &str, e: &dyn std::error::Error) -> String {
+    let mut deepest = None;
+    let mut src = e.source();
+    while let Some(s) = src {
+        deepest = Some(s.to_string());
+        src = s.source();
+    }
+    match deepest {
+        Some(d) if d != first => format!("{first}: {d}"),
+        _ => first.to_string(),
     }
 }

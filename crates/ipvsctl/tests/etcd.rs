@@ -198,6 +198,11 @@ fn unreachable_etcd_is_exit_1_with_advice() {
     assert_eq!(o.status.code(), Some(1));
     assert!(err(&o).contains("cannot reach etcd at"), "{}", err(&o));
     assert!(err(&o).contains("is etcd running?"), "{}", err(&o));
+    assert!(err(&o).contains("Connection refused"), "{}", err(&o));
+    let o = run(&["save", "--etcd", "http://bad host:x"]);
+    assert_eq!(o.status.code(), Some(2), "a bad endpoint is a usage error");
+    let o = run(&["save", "--etcd", &ep, "--prefix", "relative"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     let o = run(&["status", "--prefix", "/x"]);
     assert_eq!(o.status.code(), Some(2), "--prefix needs --etcd");
 }
