@@ -378,10 +378,13 @@ impl IpvsBackend for IpvsctlBackend {
     }
 }
 
-/// The backend for this configuration: the real one when the file manages IPVS
-/// services, the host map or a sync daemon; otherwise nothing.
+/// The backend for this configuration: the real one when the file (or its
+/// `cluster_source`) manages IPVS services, the host map or a sync daemon;
+/// otherwise nothing.
 pub fn default_backend(cfg: &crate::config::Config) -> Box<dyn IpvsBackend> {
-    let wants = cfg.cluster.is_some() || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
+    let wants = cfg.cluster.is_some()
+        || cfg.cluster_source.is_some()
+        || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
     if wants {
         Box::new(IpvsctlBackend::default())
     } else {
