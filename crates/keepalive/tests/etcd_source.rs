@@ -110,3 +110,69 @@ async fn revisions_publish_outage_and_catch_up() {
     .await;
     drop(src);
 }
+
+/// A backend that fails while `fail` is set and otherwise applies nothing.
+struct Fake(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl keepalive::ipvs::IpvsBackend for Fake {
+    fn apply(
+        &mut self,
+        _desired: Option<&ipvs_cluster::Desired>,
+        _down: &[keepalive::ipvs::DownDest],
+    ) -> anyhow::Result<()> {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            anyhow::bail!("fake apply failure");
+        }
+        Ok(())
+    }
+    fn sync_role(
+        &mut self,
+        _role: keepalive::ipvs::SyncRole,
+        _iface: &str,
+        _syncid: u8,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn sync_stop(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// The whole path in the daemon (no VRRP instance, a fake IPVS backend):
+/// each stored revision is applied and the result published.
+#[tokio::test]
+async fn daemon_publishes_each_applied_revision() {
+    let etcd = Etcd::start().expect("etcd");
+    let store = Store::connect(&[etcd.endpoint()], P).await.expect("store");
+    let r1 = store.put_cluster(A).await.expect("put");
+    let text = format!(
+        "cluster_source:\n  etcd:\n    endpoints: [{}]\n    prefix: {P}\n    name: lb1\n",
+        etcd.endpoint()
+    );
+    let cfg = keepalive::config::Config::parse(&text, "k.yaml").expect("config");
+    let fail = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let backend = Box::new(Fake(fail.clone()));
+    let daemon = keepalive::daemon::Daemon::new(cfg, "k.yaml".into(), backend).expect("daemon");
+    let body = async {
+        until(20, "lb1 applied r1", async || {
+            published(&store).await == Some((r1, true))
+        })
+        .await;
+        fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        let r2 = store.put_cluster(B).await.expect("put");
+        until(20, "lb1 failed r2", async || {
+            published(&store).await == Some((r2, false))
+        })
+        .await;
+        // The retry succeeds: published as applied.
+        fail.store(false, std::sync::atomic::Ordering::SeqCst);
+        until(20, "lb1 applied r2 on retry", async || {
+            published(&store).await == Some((r2, true))
+        })
+        .await;
+    };
+    tokio::select! {
+        r = daemon.run() => panic!("the daemon stopped: {r:?}"),
+        () = body => {}
+    }
+}
