@@ -184,6 +184,15 @@ impl Store {
         Ok((Some(stored), head))
     }
 
+    /// Forget the history before `revision` (etcd's compaction; tests,
+    /// maintenance).
+    pub async fn compact(&self, revision: i64) -> Result<()> {
+        let mut c = self.client();
+        self.call("compact", c.compact(revision, None))
+            .await
+            .map(drop)
+    }
+
     /// A lease for a director's key; it expires `ttl` seconds after the
     /// last keep-alive.
     pub async fn grant(&self, ttl: i64) -> Result<i64> {

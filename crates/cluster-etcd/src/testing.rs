@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 pub struct Etcd {
     dir: PathBuf,
     client: SocketAddr,
+    /// A second client address, for a writer while the first is closed.
+    admin: SocketAddr,
     peer: SocketAddr,
     child: Option<Child>,
 }
@@ -31,6 +33,7 @@ impl Etcd {
         let mut e = Etcd {
             dir,
             client: free_port().map_err(|e| e.to_string())?,
+            admin: free_port().map_err(|e| e.to_string())?,
             peer: free_port().map_err(|e| e.to_string())?,
             child: None,
         };
@@ -43,6 +46,11 @@ impl Etcd {
         format!("http://{}", self.client)
     }
 
+    /// The second client endpoint, open also in [`Etcd::restart_admin_only`].
+    pub fn admin_endpoint(&self) -> String {
+        format!("http://{}", self.admin)
+    }
+
     /// Kill etcd (SIGKILL: no goodbye to the clients) and wait for it.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -53,14 +61,29 @@ impl Etcd {
 
     /// Start etcd again on the same data and ports.
     pub fn restart(&mut self) -> Result<(), String> {
+        self.spawn(true)
+    }
+
+    /// Start etcd on the admin endpoint only: clients of [`Etcd::endpoint`]
+    /// stay cut off while a test writes.
+    pub fn restart_admin_only(&mut self) -> Result<(), String> {
+        self.spawn(false)
+    }
+
+    fn spawn(&mut self, main: bool) -> Result<(), String> {
         self.kill();
-        let c = format!("http://{}", self.client);
+        let a = format!("http://{}", self.admin);
+        let c = if main {
+            format!("http://{},{a}", self.client)
+        } else {
+            a.clone()
+        };
         let p = format!("http://{}", self.peer);
         let log = std::fs::File::create(self.dir.join("etcd.log")).map_err(|e| e.to_string())?;
         let child = Command::new("etcd")
             .args(["--name", "test", "--data-dir"])
             .arg(self.dir.join("data"))
-            .args(["--listen-client-urls", &c, "--advertise-client-urls", &c])
+            .args(["--listen-client-urls", &c, "--advertise-client-urls", &a])
             .args([
                 "--listen-peer-urls",
                 &p,
@@ -81,7 +104,7 @@ impl Etcd {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
-            if TcpStream::connect_timeout(&self.client, Duration::from_millis(200)).is_ok() {
+            if TcpStream::connect_timeout(&self.admin, Duration::from_millis(200)).is_ok() {
                 return Ok(());
             }
             if let Some(Ok(Some(st))) = self.child.as_mut().map(Child::try_wait) {

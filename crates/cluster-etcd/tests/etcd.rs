@@ -133,9 +133,17 @@ async fn watch_follows_revisions_across_a_restart() {
 
     etcd.kill();
     until_connected(&mut rx, false).await;
-    etcd.restart().expect("restart");
-    // Written before the watch is back: found by the re-read.
-    let r3 = s.put_cluster(FILE).await.expect("put after restart");
+    // Written while the watch is cut off, and compacted: found by the
+    // re-read when the watch is back.
+    etcd.restart_admin_only().expect("restart");
+    let admin = Store::connect(&[etcd.admin_endpoint()], P)
+        .await
+        .expect("connect");
+    let r3 = admin.put_cluster(FILE).await.expect("put while cut off");
     assert!(r3 > r2);
+    admin.compact(r3).await.expect("compact");
+    etcd.restart().expect("restart");
     assert_eq!(next_cluster(&mut rx).await, (Some(FILE.into()), r3));
+    let r4 = s.put_cluster(FILE2).await.expect("put after restart");
+    assert_eq!(next_cluster(&mut rx).await, (Some(FILE2.into()), r4));
 }

@@ -96,9 +96,15 @@ async fn revisions_publish_outage_and_catch_up() {
     .await;
     assert!(recv(&mut rx, 1).await.is_none());
 
-    // Back: the latest revision is caught up and published.
+    // Written while this director is cut off; caught up when it is back,
+    // and published.
+    etcd.restart_admin_only().expect("restart");
+    let admin = Store::connect(&[etcd.admin_endpoint()], P)
+        .await
+        .expect("store");
+    let r3 = admin.put_cluster(A).await.expect("put while cut off");
+    assert!(recv(&mut rx, 1).await.is_none(), "cut off");
     etcd.restart().expect("restart");
-    let r3 = store.put_cluster(A).await.expect("put after restart");
     let d3 = recv(&mut rx, 40).await.expect("caught up");
     assert_eq!(dest_of(&d3), "192.168.1.10");
     assert_eq!(metrics.gauge(G::SourceConnected, &none), 1);
