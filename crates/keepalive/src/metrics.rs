@@ -31,6 +31,7 @@ pub enum C {
     Reloads,
     IpvsApplyFailures,
     IpvsApplyRetries,
+    SourceInvalid,
 }
 
 /// Gauges, by family.
@@ -102,6 +103,11 @@ const COUNTERS: &[(C, &str, &str)] = &[
         C::IpvsApplyRetries,
         "keepalive_ipvs_apply_retries",
         "Applies of the desired IPVS state retried after a failure.",
+    ),
+    (
+        C::SourceInvalid,
+        "keepalive_cluster_source_invalid",
+        "Revisions from the cluster source (etcd) that failed validation and were skipped.",
     ),
 ];
 

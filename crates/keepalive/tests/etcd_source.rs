@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use cluster_etcd::testing::Etcd;
 use cluster_etcd::Store;
 use keepalive::config::EtcdSource as EtcdCfg;
-use keepalive::metrics::{Metrics, G};
+use keepalive::metrics::{Metrics, C, G};
 use keepalive::source::{ClusterSource, Desired, EtcdSource};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -78,6 +78,7 @@ async fn revisions_publish_outage_and_catch_up() {
         "an invalid revision is not sent"
     );
     assert_eq!(metrics.gauge(G::SourceRevision, &none), r1);
+    assert_eq!(metrics.counter(C::SourceInvalid, &none), 1);
     let r2 = store.put_cluster(B).await.expect("put");
     assert!(r2 > bad);
     let d2 = recv(&mut rx, 20).await.expect("next valid revision");

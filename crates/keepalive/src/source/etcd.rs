@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
 use super::{ClusterSource, Desired};
-use crate::metrics::{Metrics, G};
+use crate::metrics::{Metrics, C, G};
 
 /// States sent and their revisions, newest last: an apply that finishes
 /// names the state it ran, which may be a few behind the newest.
@@ -123,6 +123,7 @@ async fn follow(
                     }
                 }
                 Err(errs) => {
+                    metrics.inc(C::SourceInvalid, vec![]);
                     let name = format!("{key}@{revision}");
                     let msgs: Vec<String> = errs.iter().map(|e| e.in_file(&name)).collect();
                     error!(revision, errors = %msgs.join("; "), "invalid cluster state in etcd skipped: the last valid one stays");
