@@ -47,6 +47,9 @@ PACKAGES=(
     # Debian's bindgen: what the DKMS package's module build uses (its
     # Depends); the kernel build itself needs the newer one in $TOOLS
     bindgen
+    # the cluster state in etcd (crates/cluster-etcd): the server its tests
+    # start, etcdctl to look at it, and protoc for etcd-client's build.rs
+    etcd-server etcd-client protobuf-compiler
 )
 
 install_packages() {

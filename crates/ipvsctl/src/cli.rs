@@ -1,7 +1,7 @@
 //! The modern command line (`ipvsctl service|dest|list|conn|host|apply|plan|save|...`)
 //! and the dispatch between it and the ipvsadm-compatible syntax.
 //!
-//! Exit codes: 0 success; 1 a kernel or I/O error; 2 a usage error or an
+//! Exit codes: 0 success; 1 a kernel or I/O error (etcd unreachable too); 2 a usage error or an
 //! invalid file; 3 an apply that failed part-way (the report says which
 //! steps were applied).
 
@@ -16,6 +16,7 @@ use serde::Serialize;
 
 mod args;
 mod dispatch;
+mod etcd;
 #[cfg(test)]
 mod tests;
 mod values;
@@ -48,6 +49,7 @@ const SUBCOMMANDS: &[&str] = &[
     "apply",
     "plan",
     "save",
+    "status",
     "timeout",
     "daemon",
     "zero",

@@ -13,6 +13,7 @@
 //! desired state that the IPVS worker applies.
 
 mod checks;
+mod source;
 mod values;
 mod vrrp;
 
@@ -26,6 +27,7 @@ use ::vrrp::packet::ChecksumForm;
 use ipvs_cluster::{ClusterSpec, Desired, HostSpec, ServiceSpec};
 
 pub use checks::{CheckKind, HealthCheck, OnFailure, Statuses};
+pub use source::{ClusterSourceConfig, EtcdSource};
 pub use values::{
     AdvertIntervalMs, Cidr, Command, Count, IfName, Millis, Priority, RtPriority, SyncId, Ttl,
     Vrid, VrrpVersion, Weight,
@@ -138,6 +140,8 @@ struct File {
     #[serde(default)]
     health_checks: Vec<HealthCheck>,
     #[serde(default)]
+    cluster_source: Option<ClusterSourceConfig>,
+    #[serde(default)]
     services: Option<Vec<ServiceSpec>>,
     #[serde(default)]
     hosts: Option<Vec<HostSpec>>,
@@ -155,6 +159,8 @@ pub struct Config {
     /// The IPVS services and host map to keep applied (None: the file has
     /// neither `services:` nor `hosts:`).
     pub cluster: Option<Arc<Desired>>,
+    /// Where they come from instead (etcd); excludes `cluster`.
+    pub cluster_source: Option<ClusterSourceConfig>,
 }
 
 impl Config {
@@ -182,11 +188,15 @@ impl Config {
             sync_groups: f.sync_groups,
             health_checks: f.health_checks,
             cluster: None,
+            cluster_source: f.cluster_source,
         };
-        cfg.validate().map_err(|msg| ConfigError::Invalid {
-            file: file.to_string(),
-            msg,
-        })?;
+        let has_cluster = spec.services.is_some() || spec.hosts.is_some();
+        cfg.validate()
+            .and_then(|()| source::validate(cfg.cluster_source.as_ref(), has_cluster))
+            .map_err(|msg| ConfigError::Invalid {
+                file: file.to_string(),
+                msg,
+            })?;
         let cluster = if spec.services.is_some() || spec.hosts.is_some() {
             Some(Arc::new(
                 ipvs_cluster::check(&spec, text).map_err(|e| located(&e))?,

@@ -52,10 +52,17 @@ enum Request {
 }
 
 /// What the worker reports back to the event loop.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum IpvsEvent {
-    /// An apply finished: `ok`, and whether it was a retry of a failed one.
-    Applied { ok: bool, retry: bool },
+    /// An apply finished: `ok`, and whether it was a retry of a failed one;
+    /// the state it applied (without the health overrides) and its error,
+    /// for a source that publishes what runs (etcd).
+    Applied {
+        ok: bool,
+        retry: bool,
+        desired: Option<Arc<Desired>>,
+        error: Option<String>,
+    },
 }
 
 /// First wait before a failed apply is retried; it doubles up to [`RETRY_MAX`].
@@ -113,7 +120,12 @@ fn work(
             if is_apply && queue.iter().any(|q| matches!(q, Request::Apply { .. })) {
                 continue; // superseded
             }
-            let ok = run(backend.as_mut(), r.clone());
+            let applied = match &r {
+                Request::Apply { desired, .. } => desired.clone(),
+                _ => None,
+            };
+            let result = run(backend.as_mut(), r.clone());
+            let ok = result.is_ok();
             if is_apply {
                 let retrying = retry && failed.is_some();
                 failed = match (ok, failed.take()) {
@@ -125,6 +137,8 @@ fn work(
                     let _ = ev.send(IpvsEvent::Applied {
                         ok,
                         retry: retrying,
+                        desired: applied,
+                        error: result.err(),
                     });
                 }
             }
@@ -182,8 +196,8 @@ impl IpvsWorker {
     }
 }
 
-/// Run one request; false if it failed (logged here).
-fn run(backend: &mut dyn IpvsBackend, r: Request) -> bool {
+/// Run one request; its error (also logged here).
+fn run(backend: &mut dyn IpvsBackend, r: Request) -> Result<(), String> {
     let (what, result) = match r {
         Request::Apply { desired, down } => (
             "applying IPVS configuration (retried with back-off)",
@@ -202,10 +216,11 @@ fn run(backend: &mut dyn IpvsBackend, r: Request) -> bool {
         ),
         Request::SyncStop => ("stopping the IPVS sync daemon", backend.sync_stop()),
     };
-    if let Err(e) = &result {
-        tracing::error!(error = format!("{e:#}"), "{what}");
-    }
-    result.is_ok()
+    result.map_err(|e| {
+        let e = format!("{e:#}");
+        tracing::error!(error = e, "{what}");
+        e
+    })
 }
 
 /// Used when there is nothing to manage (no `services:`, no `ipvs_sync`) or
@@ -363,10 +378,13 @@ impl IpvsBackend for IpvsctlBackend {
     }
 }
 
-/// The backend for this configuration: the real one when the file manages IPVS
-/// services, the host map or a sync daemon; otherwise nothing.
+/// The backend for this configuration: the real one when the file (or its
+/// `cluster_source`) manages IPVS services, the host map or a sync daemon;
+/// otherwise nothing.
 pub fn default_backend(cfg: &crate::config::Config) -> Box<dyn IpvsBackend> {
-    let wants = cfg.cluster.is_some() || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
+    let wants = cfg.cluster.is_some()
+        || cfg.cluster_source.is_some()
+        || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
     if wants {
         Box::new(IpvsctlBackend::default())
     } else {
@@ -486,21 +504,20 @@ mod tests {
             }
         }
         // failed; retried 250 ms later, failed; retried 500 ms later, applied
+        let got: Vec<(bool, bool, bool)> = got
+            .iter()
+            .map(
+                |IpvsEvent::Applied {
+                     ok, retry, error, ..
+                 }| (*ok, *retry, error.is_some()),
+            )
+            .collect();
         assert_eq!(
             got,
             [
-                IpvsEvent::Applied {
-                    ok: false,
-                    retry: false
-                },
-                IpvsEvent::Applied {
-                    ok: false,
-                    retry: true
-                },
-                IpvsEvent::Applied {
-                    ok: true,
-                    retry: true
-                },
+                (false, false, true),
+                (false, true, true),
+                (true, true, false)
             ]
         );
         assert!(t0.elapsed() >= RETRY_FIRST + backoff(2));

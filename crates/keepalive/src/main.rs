@@ -92,6 +92,8 @@ fn main() -> ExitCode {
             cfg.health_checks.len(),
             if cfg.cluster.is_some() {
                 ", IPVS services/hosts"
+            } else if cfg.cluster_source.is_some() {
+                ", IPVS services/hosts from etcd"
             } else {
                 ""
             }

@@ -31,6 +31,7 @@ pub enum C {
     Reloads,
     IpvsApplyFailures,
     IpvsApplyRetries,
+    SourceInvalid,
 }
 
 /// Gauges, by family.
@@ -42,6 +43,8 @@ pub enum G {
     GroupState,
     CheckUp,
     IpvsApplied,
+    SourceConnected,
+    SourceRevision,
 }
 
 const COUNTERS: &[(C, &str, &str)] = &[
@@ -101,6 +104,11 @@ const COUNTERS: &[(C, &str, &str)] = &[
         "keepalive_ipvs_apply_retries",
         "Applies of the desired IPVS state retried after a failure.",
     ),
+    (
+        C::SourceInvalid,
+        "keepalive_cluster_source_invalid",
+        "Revisions from the cluster source (etcd) that failed validation and were skipped.",
+    ),
 ];
 
 const GAUGES: &[(G, &str, &str)] = &[
@@ -133,6 +141,16 @@ const GAUGES: &[(G, &str, &str)] = &[
         G::IpvsApplied,
         "keepalive_ipvs_applied",
         "1 when the desired IPVS state is applied, 0 while it fails.",
+    ),
+    (
+        G::SourceConnected,
+        "keepalive_cluster_source_connected",
+        "1 while the cluster source (etcd) answers, 0 while it is lost (the last state stays applied).",
+    ),
+    (
+        G::SourceRevision,
+        "keepalive_cluster_source_revision",
+        "Revision of the last valid cluster state received from the source (etcd).",
     ),
 ];
 
@@ -243,6 +261,11 @@ impl Metrics {
     /// A counter's value (tests, logs).
     pub fn counter(&self, c: C, l: &Labels) -> u64 {
         self.0.counters[&c].get_or_create(l).get()
+    }
+
+    /// A gauge's value (tests, logs).
+    pub fn gauge(&self, g: G, l: &Labels) -> i64 {
+        self.0.gauges[&g].get_or_create(l).get()
     }
 
     /// The Prometheus text exposition (format 0.0.4).

@@ -43,12 +43,16 @@ pub enum Cmd {
     /// Manage the VMWLCH host map (ip_vs_vmwlch module).
     #[command(subcommand)]
     Host(HostCmd),
-    /// Converge the kernel to a cluster YAML file.
+    /// Converge the kernel to a cluster YAML file (with --etcd: store it
+    /// for the directors that watch etcd).
     Apply(ApplyArgs),
-    /// Show what `apply` would change.
+    /// Show what `apply` would change (with --etcd: from the stored file).
     Plan(PlanArgs),
-    /// Print the running configuration.
+    /// Print the running configuration (with --etcd: the stored file).
     Save(SaveArgs),
+    /// The fleet in etcd: the stored revision and the one each director
+    /// runs, how long ago it applied it, and its error if any.
+    Status(StatusArgs),
     /// Show or set connection timeouts.
     Timeout(TimeoutArgs),
     /// Show, start or stop connection sync daemons.
@@ -313,6 +317,8 @@ pub struct ApplyArgs {
     /// Drain removed real servers (weight 0) instead of deleting them.
     #[arg(long)]
     pub drain: bool,
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
 }
 
 /// `plan`.
@@ -324,6 +330,8 @@ pub struct PlanArgs {
     /// Drain removed real servers instead of deleting them.
     #[arg(long)]
     pub drain: bool,
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
 }
 
 /// `save`.
@@ -332,6 +340,37 @@ pub struct SaveArgs {
     /// yaml (cluster file), json, or ipvsadm (`-S -n` rules).
     #[arg(short, long, default_value = "yaml")]
     pub output: String,
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+}
+
+/// Where the cluster state lives in etcd (apply, plan, save, status).
+#[derive(Debug, Clone, Args)]
+pub struct EtcdArgs {
+    /// Use the cluster file stored in etcd at these endpoints
+    /// (comma-separated, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379)
+    /// instead of the local kernel. An invalid file is refused (exit 2)
+    /// and nothing is written.
+    #[arg(long, value_name = "ENDPOINTS")]
+    pub etcd: Option<String>,
+    /// Key prefix of the cluster in etcd: the file is at PREFIX/cluster,
+    /// each director's applied revision at PREFIX/directors/NAME.
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "/ipvs",
+        requires = "etcd"
+    )]
+    pub prefix: String,
+}
+
+/// `status`.
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+    #[command(flatten)]
+    pub out: OutArgs,
 }
 
 /// `timeout`.

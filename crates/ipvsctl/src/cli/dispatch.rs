@@ -34,14 +34,18 @@ pub(super) fn read_file(path: &PathBuf) -> Result<String, Fail> {
 }
 
 pub(super) fn load(path: &PathBuf, drain: bool) -> Result<cluster::Desired, Fail> {
+    let (_, mut d) = load_text(path)?;
+    if drain {
+        d.remove = cluster::RemovePolicy::Drain;
+    }
+    Ok(d)
+}
+
+/// Read and validate a cluster file: its text and desired state.
+pub(super) fn load_text(path: &PathBuf) -> Result<(String, cluster::Desired), Fail> {
     let text = read_file(path)?;
     match cluster::parse(&text) {
-        Ok((_, mut d)) => {
-            if drain {
-                d.remove = cluster::RemovePolicy::Drain;
-            }
-            Ok(d)
-        }
+        Ok((_, d)) => Ok((text, d)),
         Err(errs) => {
             let name = path.display().to_string();
             let msgs: Vec<String> = errs.iter().map(|e| e.in_file(&name)).collect();
@@ -63,6 +67,10 @@ pub(super) fn dispatch(cmd: Cmd) -> Result<(), Fail> {
         Cmd::List(a) => list(a),
         Cmd::Conn(a) => conn(a),
         Cmd::Host(hc) => host(hc),
+        Cmd::Plan(a) if a.etcd.etcd.is_some() => etcd::plan(&a),
+        Cmd::Apply(a) if a.etcd.etcd.is_some() => etcd::apply(&a),
+        Cmd::Save(a) if a.etcd.etcd.is_some() => etcd::save(&a),
+        Cmd::Status(a) => etcd::status(&a),
         Cmd::Plan(a) => plan(a),
         Cmd::Apply(a) => apply(a),
         Cmd::Save(a) => save(a),

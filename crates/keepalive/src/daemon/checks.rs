@@ -132,7 +132,13 @@ impl Daemon {
 
     /// An apply finished on the IPVS worker.
     pub(super) fn on_ipvs(&mut self, e: IpvsEvent) {
-        let IpvsEvent::Applied { ok, retry } = e;
+        let IpvsEvent::Applied {
+            ok,
+            retry,
+            desired,
+            error,
+        } = e;
+        self.source.applied(&desired, error.as_deref());
         if retry {
             self.metrics.inc(C::IpvsApplyRetries, vec![]);
         }

@@ -18,7 +18,7 @@
 //! * [`sync`]: sync groups, and holding instances in BACKUP (no IPVS table);
 //! * [`checks`]: real-server health checks and the IPVS worker's results;
 //! * [`crate::source`]: **seam** - where the desired IPVS state comes from
-//!   (the YAML file today);
+//!   (the YAML file, or etcd);
 //! * [`reload`]: SIGHUP, the configuration diff;
 //! * [`hooks`]: notify commands.
 
@@ -52,7 +52,7 @@ use crate::ipvs::{IpvsBackend, IpvsEvent, IpvsWorker};
 use crate::metrics::Metrics;
 use crate::rtnl::{self, Link, Rtnl};
 use crate::sdnotify;
-use crate::source::{ClusterSource, Desired, FileSource};
+use crate::source::{ClusterSource, Desired, Selector};
 use crate::sys::{Icmp6Socket, PacketSocket};
 use vrrp::machine::{Input, Time};
 
@@ -107,6 +107,7 @@ impl Daemon {
         let (ipvs_tx, ipvs_rx) = mpsc::unbounded_channel();
         let (_, link_rx) = mpsc::unbounded_channel();
         let ipvs = IpvsWorker::spawn(ipvs, Some(ipvs_tx)).context("starting the IPVS thread")?;
+        let metrics = Metrics::new();
         Ok(Daemon {
             cfg,
             path,
@@ -126,14 +127,14 @@ impl Daemon {
             script_rx,
             scripts: vec![],
             desired: None,
-            source: Box::new(FileSource::new(desired_tx)),
+            source: Box::new(Selector::new(desired_tx, metrics.clone())),
             desired_rx,
             ipvs,
             ipvs_rx,
             ipvs_ok: false,
             garp: None,
             icmp6: None,
-            metrics: Metrics::new(),
+            metrics,
             metrics_task: None,
             warn_limit: RateLimit::default(),
         })
@@ -193,7 +194,8 @@ impl Daemon {
         // The file's desired state is there before anything else runs.
         self.source.configure(&cfg);
         self.take_desired();
-        self.ipvs_ok = self.desired.is_none();
+        // From etcd the state comes later: not applied until it has been.
+        self.ipvs_ok = self.desired.is_none() && cfg.cluster_source.is_none();
         self.metrics.set(
             crate::metrics::G::IpvsApplied,
             vec![],
