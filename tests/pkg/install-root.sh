@@ -88,7 +88,13 @@ t=$SECONDS
 rc=0
 in_root dpkg -i "${debs[@]}" > "$T/install.log" 2>&1 || rc=$?
 cat "$T/install.log"
-[ "$rc" = 0 ] || die "dpkg -i failed (status $rc)"
+if [ "$rc" != 0 ]; then
+    # DKMS's build log is the only place that says why a module build failed.
+    for f in "$R"/var/lib/dkms/ip_vs_vmwlch/*/build/make.log; do
+        [ -f "$f" ] && { echo "--- ${f#"$R"}"; tail -40 "$f"; }
+    done
+    die "dpkg -i failed (status $rc)"
+fi
 log "installed in $((SECONDS - t)) s"
 grep -q "Removing ipvsadm" "$T/install.log" || die "dpkg did not replace Debian's ipvsadm (Conflicts/Replaces)"
 grep -q "Building for $rel.* $norust" "$T/install.log" || die "dkms did not consider both kernels"
