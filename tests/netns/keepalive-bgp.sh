@@ -9,7 +9,8 @@
 # directors; director 1's nexthop leaves when its tracked script fails and
 # comes back when it passes; SIGUSR1 (drain) withdraws, SIGUSR2 resumes; a
 # killed BIRD is restarted by keepalive and the route returns; SIGTERM
-# withdraws before keepalive exits (and its BIRD stops).
+# withdraws before keepalive exits (and its BIRD stops); a SIGKILLed
+# keepalive's BIRD stops too (parent-death signal).
 source "$(dirname "$0")/../lib.sh"
 source "$REPO/tests/keepalive/netns.sh"
 ka_need
@@ -86,6 +87,7 @@ no_via() { ! via "$1"; }
 route() { ip -n "$R" route show "$VIP/32"; }
 announced() { [ "$(ka_metric 1 'keepalive_bgp_announced{group="web"}')" = "$1" ]; }
 bfd_up() { birdc -s "$RSOCK" show bfd sessions | grep -q '^10\.0\.2\.1 .* Up '; }
+no_bird() { [ -z "$(bird_pid "$1")" ]; }
 bird_restarted() { local p; p=$(bird_pid 1); [ -n "$p" ] && [ "$p" != "$old" ]; }
 bird_pid() {
     local p
@@ -132,9 +134,15 @@ kill -TERM "${KA_PID[1]}"
 wait_until 5 no_via 1 || fail "SIGTERM did not withdraw: $(route)"
 kill -0 "${KA_PID[1]}" 2>/dev/null || fail "keepalive exited before the withdrawal was seen"
 ka_wait_exit 1 10
-[ -z "$(bird_pid 1)" ] || fail "bird left running after keepalive stopped"
+no_bird 1 || fail "bird left running after keepalive stopped"
 via 2 || fail "route via director 2 lost: $(route)"
 grep -q "BGP routes withdrawn" "$KA_DIR/ka1.log" || fail "withdrawal not logged"
 log "SIGTERM: withdrawn before exit, bird stopped"
+
+# A killed keepalive takes its BIRD with it (no announcement left unchecked).
+ka_kill 2
+wait_until 10 no_via 2 || fail "route via a killed keepalive's director stayed: $(route)"
+wait_until 5 no_bird 2 || fail "bird outlived keepalive 2"
+log "SIGKILL: bird stopped with keepalive, route gone"
 KA_OK=1
 log "pass"

@@ -204,15 +204,26 @@ async fn apply(cfg: &Bgp, p: &Paths, groups: &BTreeSet<String>) -> bool {
 
 fn start(cfg: &Bgp, p: &Paths, groups: &BTreeSet<String>) -> std::io::Result<Child> {
     write_conf(cfg, p, groups)?;
-    let child = Command::new(&cfg.bird)
-        .arg("-c")
+    let mut cmd = Command::new(&cfg.bird);
+    cmd.arg("-c")
         .arg(&p.conf)
         .arg("-s")
         .arg(&p.sock)
         .arg("-f")
         .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+        .kill_on_drop(true);
+    // A BIRD outliving a killed keepalive would announce with nobody
+    // checking health: it gets SIGTERM (a clean BGP shutdown) with us.
+    // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
     info!(pid = child.id(), "BIRD started");
     Ok(child)
 }
