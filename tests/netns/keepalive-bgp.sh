@@ -81,7 +81,7 @@ bgp:
   runtime_dir: $KA_DIR/bird$1
   local_as: 65001
   router_id: 10.0.$1.1
-  withdraw_delay_ms: 1000
+  withdraw_delay_ms: 2000
   neighbors:
     - { address: 10.0.$1.254, remote_as: 65000, bfd: ${2:-false} }
 $n6
