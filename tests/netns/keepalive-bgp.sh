@@ -64,7 +64,7 @@ protocol bgp d2v6 {
 CONF
 ip netns exec "$R" bird -c "$KA_DIR/router.conf" -s "$RSOCK" -f >>"$KA_DIR/router.log" 2>&1 &
 RBIRD=$!
-on_exit "kill $RBIRD 2>/dev/null || true"
+on_exit "kill $RBIRD 2>/dev/null; wait $RBIRD 2>/dev/null || true"
 
 # dir_conf I [bfd [v6]]: director I's configuration (v6: with an IPv6
 # neighbor and VIP); its script follows a flag file.
