@@ -50,6 +50,9 @@ PACKAGES=(
     # the cluster state in etcd (crates/cluster-etcd): the server its tests
     # start, etcdctl to look at it, and protoc for etcd-client's build.rs
     etcd-server etcd-client protobuf-compiler
+    # keepalive's `bgp:` section runs BIRD 2 (bird, birdc); its netns test
+    # (tests/netns/keepalive-bgp.sh) also runs one as the router
+    bird2
 )
 
 install_packages() {

@@ -12,6 +12,7 @@
 //! pass, validated (errors located in this file) and kept as the typed
 //! desired state that the IPVS worker applies.
 
+mod bgp;
 mod checks;
 mod source;
 mod values;
@@ -26,11 +27,12 @@ use serde::Deserialize;
 use ::vrrp::packet::ChecksumForm;
 use ipvs_cluster::{ClusterSpec, Desired, HostSpec, ServiceSpec};
 
+pub use bgp::{BfdTimers, Bgp, Neighbor, VipGroup};
 pub use checks::{CheckKind, HealthCheck, OnFailure, Statuses};
 pub use source::{ClusterSourceConfig, EtcdSource};
 pub use values::{
-    AdvertIntervalMs, Cidr, Command, Count, IfName, Millis, Priority, RtPriority, SyncId, Ttl,
-    Vrid, VrrpVersion, Weight,
+    AdvertIntervalMs, Asn, BfdMultiplier, Cidr, Command, Count, HostRoute, IfName, Millis,
+    Priority, RtPriority, SyncId, Ttl, Vrid, VrrpVersion, Weight,
 };
 pub use vrrp::{Instance, IpvsSync, Notify, SyncGroup, TrackInterface, TrackScript, TtlRange};
 
@@ -142,6 +144,8 @@ struct File {
     #[serde(default)]
     cluster_source: Option<ClusterSourceConfig>,
     #[serde(default)]
+    bgp: Option<Bgp>,
+    #[serde(default)]
     services: Option<Vec<ServiceSpec>>,
     #[serde(default)]
     hosts: Option<Vec<HostSpec>>,
@@ -161,6 +165,8 @@ pub struct Config {
     pub cluster: Option<Arc<Desired>>,
     /// Where they come from instead (etcd); excludes `cluster`.
     pub cluster_source: Option<ClusterSourceConfig>,
+    /// VIPs announced by BGP (through BIRD).
+    pub bgp: Option<Bgp>,
 }
 
 impl Config {
@@ -189,6 +195,7 @@ impl Config {
             health_checks: f.health_checks,
             cluster: None,
             cluster_source: f.cluster_source,
+            bgp: f.bgp,
         };
         let has_cluster = spec.services.is_some() || spec.hosts.is_some();
         cfg.validate()
@@ -217,6 +224,9 @@ impl Config {
 
     fn validate(&self) -> Result<(), String> {
         vrrp::validate(&self.vrrp, &self.sync_groups)?;
+        if let Some(b) = &self.bgp {
+            bgp::validate(b)?;
+        }
         checks::validate(&self.health_checks)
     }
 }

@@ -8,12 +8,14 @@
 //! * [`source`]: where the desired IPVS state comes from;
 //! * [`health`]: real-server checks; [`ipvs`]: the IPVS side behind a trait;
 //! * [`metrics`]: Prometheus text endpoint; [`sdnotify`]: systemd readiness;
+//! * [`bird`]: BIRD 2 as the BGP speaker for the `bgp:` section;
 //! * [`realtime`]: SCHED_FIFO and mlockall for the event loop.
 
 // The library exists for the binary and its tests: module overviews link to
 // the private modules a reader goes on to, on purpose.
 #![allow(rustdoc::private_intra_doc_links)]
 pub mod announce;
+pub mod bird;
 pub mod config;
 pub mod daemon;
 pub mod health;

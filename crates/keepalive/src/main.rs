@@ -2,6 +2,10 @@
 //!
 //! Exit codes: 0 normal stop (or `--check` passed), 1 runtime error,
 //! 2 invalid command line or configuration.
+//!
+//! Signals: SIGHUP reloads; SIGTERM/SIGINT stop (a `bgp:` section's routes
+//! are withdrawn first); SIGUSR1 drains the `bgp:` groups (withdraws them,
+//! VRRP unaffected) until SIGUSR2.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,8 +89,15 @@ fn main() -> ExitCode {
         }
     };
     if args.check {
+        let bgp = cfg.bgp.as_ref().map_or(String::new(), |b| {
+            format!(
+                ", {} BGP group(s) to {} neighbor(s)",
+                b.groups.len(),
+                b.neighbors.len()
+            )
+        });
         println!(
-            "{}: OK ({} VRRP instance(s), {} health check(s){})",
+            "{}: OK ({} VRRP instance(s), {} health check(s){bgp}{})",
             args.config.display(),
             cfg.vrrp.len(),
             cfg.health_checks.len(),

@@ -45,6 +45,9 @@ pub enum G {
     IpvsApplied,
     SourceConnected,
     SourceRevision,
+    BgpAnnounced,
+    BgpNeighborUp,
+    BgpDrained,
 }
 
 const COUNTERS: &[(C, &str, &str)] = &[
@@ -151,6 +154,21 @@ const GAUGES: &[(G, &str, &str)] = &[
         G::SourceRevision,
         "keepalive_cluster_source_revision",
         "Revision of the last valid cluster state received from the source (etcd).",
+    ),
+    (
+        G::BgpAnnounced,
+        "keepalive_bgp_announced",
+        "1 while the group's VIPs are in BIRD's configuration as loaded by a running BIRD.",
+    ),
+    (
+        G::BgpNeighborUp,
+        "keepalive_bgp_neighbor_up",
+        "1 while the BGP session with the neighbor is established (birdc show protocols).",
+    ),
+    (
+        G::BgpDrained,
+        "keepalive_bgp_drained",
+        "1 while BGP announcements are drained (SIGUSR1; SIGUSR2 resumes).",
     ),
 ];
 

@@ -72,6 +72,9 @@ ranged_int!(RtPriority, u8, 1, 99, "real-time priority");
 ranged_int!(Millis, u64, 0, 86_400_000, "milliseconds");
 ranged_int!(Weight, i32, -253, 253, "weight");
 ranged_int!(Ttl, u8, 1, 255, "TTL");
+// 0 and 4294967295 are reserved (RFC 7607, RFC 7300).
+ranged_int!(Asn, u32, 1, 4_294_967_294, "AS number");
+ranged_int!(BfdMultiplier, u8, 1, 255, "BFD multiplier");
 
 /// `version: 2` or `3` of an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -172,6 +175,39 @@ impl std::str::FromStr for Cidr {
 impl<'de> Deserialize<'de> for Cidr {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_str(StrVisitor("an address or ADDR/PREFIX", |s: &str| s.parse()))
+    }
+}
+
+/// A VIP announced by BGP: one address, as `ADDR` or `ADDR/32` (`/128`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostRoute(pub IpAddr);
+
+impl HostRoute {
+    pub fn cidr(&self) -> Cidr {
+        let prefix = if self.0.is_ipv4() { 32 } else { 128 };
+        Cidr {
+            addr: self.0,
+            prefix,
+        }
+    }
+}
+
+impl fmt::Display for HostRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.cidr().fmt(f)
+    }
+}
+
+impl<'de> Deserialize<'de> for HostRoute {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(StrVisitor("a host address (/32 or /128)", |s: &str| {
+            let c: Cidr = s.parse()?;
+            let max = if c.addr.is_ipv4() { 32 } else { 128 };
+            if c.prefix != max {
+                return Err(format!("{s:?} is not a host route (/{max})"));
+            }
+            Ok(HostRoute(c.addr))
+        }))
     }
 }
 

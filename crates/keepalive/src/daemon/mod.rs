@@ -20,8 +20,10 @@
 //! * [`crate::source`]: **seam** - where the desired IPVS state comes from
 //!   (the YAML file, or etcd);
 //! * [`reload`]: SIGHUP, the configuration diff;
-//! * [`hooks`]: notify commands.
+//! * [`hooks`]: notify commands;
+//! * [`bgp`]: the `bgp:` groups announced through BIRD while healthy; drain.
 
+mod bgp;
 mod checks;
 mod hooks;
 mod instance;
@@ -35,7 +37,7 @@ mod track;
 mod tx;
 mod vips;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,6 +97,14 @@ pub struct Daemon {
     metrics: Metrics,
     metrics_task: Option<(std::net::SocketAddr, JoinHandle<()>)>,
     warn_limit: RateLimit,
+    /// The BIRD supervisor (with a `bgp:` section).
+    bird: Option<crate::bird::Bird>,
+    bgp_scripts: Vec<bgp::GroupScript>,
+    bgp_script_tx: mpsc::UnboundedSender<ScriptResult>,
+    bgp_script_rx: mpsc::UnboundedReceiver<ScriptResult>,
+    bgp_drained: bool,
+    /// The groups last handed to BIRD.
+    bgp_healthy: BTreeSet<String>,
 }
 
 impl Daemon {
@@ -103,6 +113,7 @@ impl Daemon {
         let (pkt_tx, pkt_rx) = mpsc::unbounded_channel();
         let (probe_tx, probe_rx) = mpsc::unbounded_channel();
         let (script_tx, script_rx) = mpsc::unbounded_channel();
+        let (bgp_script_tx, bgp_script_rx) = mpsc::unbounded_channel();
         let (desired_tx, desired_rx) = mpsc::unbounded_channel();
         let (ipvs_tx, ipvs_rx) = mpsc::unbounded_channel();
         let (_, link_rx) = mpsc::unbounded_channel();
@@ -137,6 +148,12 @@ impl Daemon {
             metrics,
             metrics_task: None,
             warn_limit: RateLimit::default(),
+            bird: None,
+            bgp_scripts: vec![],
+            bgp_script_tx,
+            bgp_script_rx,
+            bgp_drained: false,
+            bgp_healthy: BTreeSet::new(),
         })
     }
 
@@ -149,6 +166,8 @@ impl Daemon {
         let mut hup = signal(SignalKind::hangup())?;
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
+        let mut usr1 = signal(SignalKind::user_defined1())?;
+        let mut usr2 = signal(SignalKind::user_defined2())?;
         // WATCHDOG=1 from the event loop itself: a loop that is stuck
         // stops feeding the service manager, which restarts the daemon.
         let mut watchdog = sdnotify::watchdog_interval().map(tokio::time::interval);
@@ -179,12 +198,18 @@ impl Daemon {
                 Some(s) = self.script_rx.recv() => self.on_script(s),
                 Some(d) = self.desired_rx.recv() => self.on_desired(d),
                 Some(e) = self.ipvs_rx.recv() => self.on_ipvs(e),
+                Some(s) = self.bgp_script_rx.recv() => self.on_bgp_script(s),
+                _ = usr1.recv() => self.set_drained(true),
+                _ = usr2.recv() => self.set_drained(false),
                 _ = async { watchdog.as_mut().expect("guarded").tick().await }, if watchdog.is_some() => {
                     sdnotify::notify("WATCHDOG=1");
                 }
             }
+            // Every input may change a group's health; unchanged is a no-op.
+            self.update_bgp();
         }
         sdnotify::notify("STOPPING=1");
+        self.stop_bgp().await;
         self.shutdown();
         Ok(())
     }
@@ -214,6 +239,7 @@ impl Daemon {
         self.sync_sockets();
         self.start_checks(&cfg);
         self.start_scripts(&cfg);
+        self.start_bgp(&cfg);
         for i in 0..self.insts.len() {
             self.start_inst(i);
         }

@@ -58,6 +58,7 @@ impl Daemon {
             self.stop_removed(o);
         }
         self.groups.clear();
+        self.bgp_reload_check(&new);
         self.cfg = new.clone();
         // New scripts start healthy; kept ones keep their state.
         self.start_scripts(&new);
@@ -90,7 +91,7 @@ impl Daemon {
         for owner in self.metrics.owners() {
             let is_check = self.checks.iter().any(|c| c.label() == owner);
             let is_group = new.sync_groups.iter().any(|g| g.name == owner);
-            if !names.contains(&owner) && !is_check && !is_group {
+            if !names.contains(&owner) && !is_check && !is_group && !self.bgp_owns(&owner) {
                 self.metrics.forget(&owner);
             }
         }

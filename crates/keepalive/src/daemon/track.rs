@@ -22,11 +22,11 @@ use crate::metrics::G;
 use vrrp::machine::Input;
 use vrrp::track::{effect, effective_priority, Effect};
 
-/// One run of a tracked script.
+/// One run of a tracked script (of a VRRP instance or a BGP group).
 pub(super) struct ScriptResult {
-    instance: String,
-    index: usize,
-    ok: bool,
+    pub(super) instance: String,
+    pub(super) index: usize,
+    pub(super) ok: bool,
 }
 
 pub(super) struct ScriptRt {
@@ -37,7 +37,7 @@ pub(super) struct ScriptRt {
     task: JoinHandle<()>,
 }
 
-async fn run_script(
+pub(super) async fn run_script(
     instance: String,
     index: usize,
     def: Arc<TrackScript>,
