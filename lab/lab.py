@@ -160,7 +160,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         end = time.time() + 20
         while not self.applied(sched, (1, 2)):
             if time.time() > end:
-                raise LabError(f"scheduler {sched} not applied on both front ends: {self.ka_log(1)}")
+                raise LabError(f"scheduler {sched} not applied on both front ends:\n"
+                               f"--- fe1\n{self.ka_log(1)}\n--- fe2\n{self.ka_log(2)}")
             await asyncio.sleep(0.2)
 
     # ---- server stats
