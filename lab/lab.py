@@ -72,7 +72,7 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         self.session_seq = 0
         self.stop_all = False
         self.failing = False
-        self.early_capture = None  # (PacketTiming, start task) begun with the last phase
+        self.early_capture = None  # (PacketTiming, start task) begun before the first phase
         self.load = None  # the lab-load process (the clients)
         self.stopped = None  # asyncio.Event: lab-load ended its clients
         self.calibration = None  # what the probe measured (labkit.calibrate)
@@ -351,8 +351,6 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         out(f"== {sched}: web users {a.web_users} start, then {a.sensors} sensors connect over {a.ramp:.0f} s,"
             f" then {a.measure:.0f} s measured")
         self.load_cmd({"web": {"users": a.web_users, "idle": a.web_idle}})
-        if keep:  # the failover follows: its packet capture starts now, off its clock
-            self.early_capture = self.start_capture()
         await asyncio.sleep(a.warm)
         # lab-load connects the sensors at a steady pace over the ramp
         self.load_cmd({"sensors": {"n": a.sensors, "ramp": a.ramp}})
@@ -433,8 +431,15 @@ async def amain(lab):
         out(f"load: {a.sensors} sensors (a reading every {SENSOR_PERIOD:.0f} s), {a.web_users} web users; work"
             f" per sensor reading {1000 * lab.work['sensor_work']:.0f} ms, per web request"
             f" {1000 * lab.work['web_work']:.0f} ms of a normal CPU (target cluster load {a.util:.0%})")
+        if not a.no_failover:
+            # The failover's tcpdump (passive) is up before the first phase:
+            # its start costs tens of seconds of CPU under emulation, which
+            # must fall on no scheduler's phase (nor on the failover's clock).
+            lab.early_capture = lab.start_capture()
+            await lab.early_capture[1]
         for k, sched in enumerate(a.schedulers):
             last = k == len(a.schedulers) - 1
+            # the last phase's connections stay open for the failover
             await lab.run_phase(sched, keep=last and not a.no_failover)
         if not a.no_failover:
             try:

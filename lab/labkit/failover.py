@@ -39,8 +39,8 @@ class FailoverMixin:
             await timing.stop()
 
     def start_capture(self):
-        """(PacketTiming, the task starting its tcpdump). The last phase calls
-        this as it begins, so that tcpdump is up by the failover."""
+        """(PacketTiming, the task starting its tcpdump). The lab calls this
+        before the first phase, so that tcpdump is up by the failover."""
         mac1, mac2 = (run(["ip", "-n", FE[i], "-br", "link", "show", "eth0"]).split()[2] for i in (1, 2))
         timing = PacketTiming(mac2, mac1)
         return timing, asyncio.create_task(timing.start_capture())
