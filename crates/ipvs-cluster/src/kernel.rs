@@ -17,6 +17,29 @@ pub struct Current {
     pub hosts: Option<Vec<HostState>>,
 }
 
+impl Current {
+    /// The state a successful apply of `d` leaves (no connections yet): what
+    /// a plan against a stored desired state, rather than the kernel, starts from.
+    pub fn applied(d: crate::model::Desired) -> Current {
+        let hosts = d.hosts.map(|hs| {
+            hs.into_iter()
+                .map(|h| HostState {
+                    name: h.name,
+                    weight: h.weight,
+                    members: h.members,
+                    activeconns: 0,
+                    inactconns: 0,
+                    dests: 0,
+                })
+                .collect()
+        });
+        Current {
+            services: d.services.unwrap_or_default(),
+            hosts,
+        }
+    }
+}
+
 /// Read the current state (the host map only if `hosts` is wanted).
 pub fn read_current(client: &mut Client, hosts: bool) -> Result<Current, Error> {
     let services = client.services_with_dests()?;

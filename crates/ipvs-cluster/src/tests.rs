@@ -129,24 +129,7 @@ fn plan_from_empty_then_noop() {
     assert_eq!(n_svc, 2);
     assert_eq!(p.steps.len(), 2 + 2 + 3);
     // Current == desired: no changes.
-    let cur = Current {
-        services: d.services.clone().unwrap(),
-        hosts: Some(
-            d.hosts
-                .clone()
-                .unwrap()
-                .into_iter()
-                .map(|h| HostState {
-                    name: h.name,
-                    weight: h.weight,
-                    members: h.members,
-                    activeconns: 0,
-                    inactconns: 0,
-                    dests: 0,
-                })
-                .collect(),
-        ),
-    };
+    let cur = Current::applied(d.clone());
     let p2 = plan(&d, &cur);
     assert!(p2.is_empty(), "{p2}");
 }

@@ -50,22 +50,7 @@ fn stored_current(text: Option<&str>, key: &str) -> Result<cluster::Current, Fai
             format!("the stored cluster file is invalid:\n{}", msgs.join("\n")),
         )
     })?;
-    let hosts = d.hosts.map(|hs| {
-        hs.into_iter()
-            .map(|h| vmwlch::HostState {
-                name: h.name,
-                weight: h.weight,
-                members: h.members,
-                activeconns: 0,
-                inactconns: 0,
-                dests: 0,
-            })
-            .collect()
-    });
-    Ok(cluster::Current {
-        services: d.services.unwrap_or_default(),
-        hosts,
-    })
+    Ok(cluster::Current::applied(d))
 }
 
 /// `apply --etcd`: validate exactly as a local apply, then store the text.
