@@ -27,7 +27,7 @@ use serde::Deserialize;
 use ::vrrp::packet::ChecksumForm;
 use ipvs_cluster::{ClusterSpec, Desired, HostSpec, ServiceSpec};
 
-pub use bgp::{BfdTimers, Bgp, Neighbor, VipGroup};
+pub use bgp::{BfdTimers, Bgp, MeshSync, Neighbor, VipGroup};
 pub use checks::{CheckKind, HealthCheck, OnFailure, Statuses};
 pub use source::{ClusterSourceConfig, EtcdSource};
 pub use values::{
@@ -226,6 +226,7 @@ impl Config {
         vrrp::validate(&self.vrrp, &self.sync_groups)?;
         if let Some(b) = &self.bgp {
             bgp::validate(b)?;
+            bgp::validate_sync_owner(b, &self.vrrp)?;
         }
         checks::validate(&self.health_checks)
     }

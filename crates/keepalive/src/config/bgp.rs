@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::values::{Asn, BfdMultiplier, HostRoute, IfName, Millis};
-use super::vrrp::TrackScript;
+use super::values::{Asn, BfdMultiplier, HostRoute, IfName, Millis, SyncId};
+use super::vrrp::{Instance, TrackScript};
 
 fn default_bird() -> PathBuf {
     PathBuf::from("bird")
@@ -30,6 +30,9 @@ fn default_bfd_multiplier() -> BfdMultiplier {
 }
 fn default_name() -> String {
     "main".into()
+}
+fn default_syncid() -> SyncId {
+    SyncId(0)
 }
 
 /// The `bgp:` section.
@@ -61,6 +64,24 @@ pub struct Bgp {
     pub bfd: BfdTimers,
     pub neighbors: Vec<Neighbor>,
     pub groups: Vec<VipGroup>,
+    /// Full-mesh IPVS connection sync between active-active directors.
+    #[serde(default)]
+    pub ipvs_sync: Option<MeshSync>,
+}
+
+/// `bgp.ipvs_sync`: the kernel's IPVS sync daemon as master and backup at
+/// once, from start to shutdown, whatever the groups' health or a drain:
+/// flows that ECMP moves to another director must find their entries there.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MeshSync {
+    /// The interface both daemons send and receive on (the same on every
+    /// director).
+    pub interface: IfName,
+    /// Stamped on the messages sent; a backup with a non-zero syncid
+    /// ignores other syncids.
+    #[serde(default = "default_syncid")]
+    pub syncid: SyncId,
 }
 
 /// BFD session timers (BIRD's `protocol bfd`).
@@ -116,6 +137,23 @@ impl Bgp {
         self.runtime_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("/run/keepalive/bird-{}", self.name)))
+    }
+}
+
+/// One owner of the kernel's sync daemons: a VRRP instance switches them
+/// with its role, the mesh runs both roles at once; they cannot share.
+pub(super) fn validate_sync_owner(b: &Bgp, vrrp: &[Instance]) -> Result<(), String> {
+    if b.ipvs_sync.is_none() {
+        return Ok(());
+    }
+    match vrrp.iter().position(|i| i.ipvs_sync.is_some()) {
+        None => Ok(()),
+        Some(k) => Err(format!(
+            "bgp.ipvs_sync: vrrp[{k}] ({}).ipvs_sync also runs the IPVS sync daemon, and the \
+             kernel has one per role; keep bgp.ipvs_sync for active-active directors (both \
+             roles at once) or vrrp[{k}].ipvs_sync for an active-passive pair, not both",
+            vrrp[k].name
+        )),
     }
 }
 
@@ -301,6 +339,80 @@ mod tests {
                 Err(e) => assert!(e.contains(want), "{e:?} lacks {want:?}"),
             }
         }
+    }
+    #[test]
+    fn mesh_sync_parses_with_default_syncid() {
+        let c = with(N, "[198.51.100.10]", "  ipvs_sync: { interface: eth1 }\n").expect("valid");
+        let m = c.bgp.and_then(|b| b.ipvs_sync).expect("ipvs_sync");
+        assert_eq!(m.interface.0, "eth1");
+        assert_eq!(m.syncid.0, 0);
+        let c = with(
+            N,
+            "[198.51.100.10]",
+            "  ipvs_sync: { interface: eth1, syncid: 42 }\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            c.bgp.and_then(|b| b.ipvs_sync).map(|m| m.syncid.0),
+            Some(42)
+        );
+        // Without the field: no mesh.
+        let c = with(N, "[198.51.100.10]", "").expect("valid");
+        assert!(c.bgp.expect("bgp").ipvs_sync.is_none());
+    }
+
+    #[test]
+    fn mesh_sync_refuses_bad_input() {
+        let cases = [
+            (
+                "  ipvs_sync: { interface: eth1, syncid: 256 }\n",
+                "syncid must be 0..=255, got 256",
+            ),
+            ("  ipvs_sync: { syncid: 1 }\n", "missing field `interface`"),
+            (
+                "  ipvs_sync: { interface: eth1, port: 8848 }\n",
+                "unknown field `port`",
+            ),
+            (
+                "  ipvs_sync: { interface: \"a/b\" }\n",
+                "invalid interface name",
+            ),
+        ];
+        for (extra, want) in cases {
+            match with(N, "[198.51.100.10]", extra) {
+                Ok(_) => panic!("accepted {extra:?}, wanted {want:?}"),
+                Err(e) => assert!(
+                    e.contains(want) && e.contains("t.yaml:"),
+                    "{e:?} lacks {want:?}"
+                ),
+            }
+        }
+    }
+
+    /// The kernel's sync daemons have one owner: the mesh or a VRRP role.
+    #[test]
+    fn mesh_sync_excludes_vrrp_sync() {
+        let vrrp = "vrrp:\n  - name: VI_1\n    interface: eth0\n    vrid: 51\n    \
+                    virtual_ips: [192.0.2.10]\n    ipvs_sync: { interface: eth1 }\n";
+        let bgp = format!(
+            "bgp:\n  local_as: 65001\n  router_id: 10.0.0.1\n  neighbors: [{N}]\n  \
+             groups: [{{ name: web, vips: [198.51.100.10] }}]\n"
+        );
+        let both = format!("{vrrp}{bgp}  ipvs_sync: {{ interface: eth1 }}\n");
+        let e = Config::parse(&both, "t.yaml").unwrap_err().to_string();
+        assert!(
+            e.contains("bgp.ipvs_sync: vrrp[0] (VI_1).ipvs_sync also runs the IPVS sync daemon")
+                && e.contains("not both"),
+            "{e}"
+        );
+        // Either alone is fine.
+        Config::parse(&format!("{vrrp}{bgp}"), "t.yaml").expect("vrrp sync only");
+        let vrrp_plain = vrrp.replace("    ipvs_sync: { interface: eth1 }\n", "");
+        Config::parse(
+            &format!("{vrrp_plain}{bgp}  ipvs_sync: {{ interface: eth1 }}\n"),
+            "t.yaml",
+        )
+        .expect("mesh sync only");
     }
 }
 
