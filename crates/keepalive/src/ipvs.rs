@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 
 use ipvs_cluster::Desired;
 
+use ipvs_netlink::ipvs::{DaemonState, SyncDaemon};
+
 use crate::config::OnFailure;
 
 /// Role of the kernel connection-sync daemon.
@@ -31,6 +33,10 @@ pub trait IpvsBackend: Send {
     fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()>;
     /// Run the sync daemon in `role` (stopping the other role) on `iface`.
     fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()>;
+    /// Run the sync daemon in `role` on `iface`, leaving the other role
+    /// alone (both run at once for a full mesh). A daemon of this role with
+    /// another interface or syncid is replaced; the same one is kept.
+    fn sync_start(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()>;
     /// Stop both sync daemons.
     fn sync_stop(&mut self) -> anyhow::Result<()>;
 }
@@ -61,6 +67,9 @@ impl IpvsBackend for NullBackend {
             "no IPVS backend: sync daemon not changed"
         );
         Ok(())
+    }
+    fn sync_start(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
+        self.sync_role(role, iface, syncid)
     }
     fn sync_stop(&mut self) -> anyhow::Result<()> {
         Ok(())
@@ -99,6 +108,63 @@ impl IpvsctlBackend {
         }
         r.map_err(|e| anyhow::anyhow!("{e}"))
     }
+
+    /// Bring the kernel's daemons to `role` on `iface` with `syncid`; with
+    /// `exclusive` the other role is stopped.
+    fn run_daemon(
+        &mut self,
+        role: SyncRole,
+        iface: &str,
+        syncid: u8,
+        exclusive: bool,
+    ) -> anyhow::Result<()> {
+        let want = SyncDaemon {
+            state: daemon_state(role),
+            mcast_ifn: iface.to_string(),
+            sync_id: u32::from(syncid),
+            sync_maxlen: None,
+            mcast_group: None,
+            mcast_port: None,
+            mcast_ttl: None,
+        };
+        let running = self.with_client(|c| c.daemons())?;
+        let (stop, start) = daemon_plan(&running, &want, exclusive);
+        for state in stop {
+            self.with_client(|c| c.stop_daemon(state))?;
+        }
+        if start {
+            self.with_client(|c| c.start_daemon(&want))
+                .map_err(|e| anyhow::anyhow!("starting it on {iface} (syncid {syncid}): {e:#}"))?;
+            tracing::info!(?role, iface, syncid, "IPVS sync daemon started");
+        }
+        Ok(())
+    }
+}
+
+fn daemon_state(role: SyncRole) -> DaemonState {
+    match role {
+        SyncRole::Master => DaemonState::Master,
+        SyncRole::Backup => DaemonState::Backup,
+    }
+}
+
+/// Which running daemons to stop, and whether to start `want`: one of its
+/// role with other parameters is replaced; with `exclusive` (a VRRP role)
+/// the other role stops too, without it (the mesh) the other role is kept.
+fn daemon_plan(
+    running: &[SyncDaemon],
+    want: &SyncDaemon,
+    exclusive: bool,
+) -> (Vec<DaemonState>, bool) {
+    let same = |d: &SyncDaemon| {
+        d.state == want.state && d.mcast_ifn == want.mcast_ifn && d.sync_id == want.sync_id
+    };
+    let stop = running
+        .iter()
+        .filter(|d| !same(d) && (d.state == want.state || exclusive))
+        .map(|d| d.state)
+        .collect();
+    (stop, !running.iter().any(same))
 }
 
 /// Apply health-check results to the desired state: failed destinations get
@@ -154,34 +220,11 @@ impl IpvsBackend for IpvsctlBackend {
     }
 
     fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
-        use ipvs_netlink::ipvs::{DaemonState, SyncDaemon};
-        let want = match role {
-            SyncRole::Master => DaemonState::Master,
-            SyncRole::Backup => DaemonState::Backup,
-        };
-        let running = self.with_client(|c| c.daemons())?;
-        let mut have = false;
-        for d in running {
-            if d.state == want && d.mcast_ifn == iface && d.sync_id == u32::from(syncid) {
-                have = true;
-            } else {
-                self.with_client(|c| c.stop_daemon(d.state))?;
-            }
-        }
-        if !have {
-            let d = SyncDaemon {
-                state: want,
-                mcast_ifn: iface.to_string(),
-                sync_id: u32::from(syncid),
-                sync_maxlen: None,
-                mcast_group: None,
-                mcast_port: None,
-                mcast_ttl: None,
-            };
-            self.with_client(|c| c.start_daemon(&d))?;
-            tracing::info!(?role, iface, syncid, "IPVS sync daemon started");
-        }
-        Ok(())
+        self.run_daemon(role, iface, syncid, true)
+    }
+
+    fn sync_start(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
+        self.run_daemon(role, iface, syncid, false)
     }
 
     fn sync_stop(&mut self) -> anyhow::Result<()> {
@@ -194,12 +237,14 @@ impl IpvsBackend for IpvsctlBackend {
 }
 
 /// The backend for this configuration: the real one when the file (or its
-/// `cluster_source`) manages IPVS services, the host map or a sync daemon;
+/// `cluster_source`) manages IPVS services, the host map or a sync daemon
+/// (`vrrp[].ipvs_sync` or `bgp.ipvs_sync`);
 /// otherwise nothing.
 pub fn default_backend(cfg: &crate::config::Config) -> Box<dyn IpvsBackend> {
     let wants = cfg.cluster.is_some()
         || cfg.cluster_source.is_some()
-        || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some());
+        || cfg.vrrp.iter().any(|i| i.ipvs_sync.is_some())
+        || cfg.bgp.as_ref().is_some_and(|b| b.ipvs_sync.is_some());
     if wants {
         Box::new(IpvsctlBackend::default())
     } else {
@@ -238,5 +283,47 @@ mod tests {
         assert_eq!(s[0].1[0].weight, 0);
         assert_eq!(s[1].1.len(), 1);
         assert_eq!(s[1].1[0].weight, 5);
+    }
+
+    fn daemon(role: SyncRole, iface: &str, syncid: u32) -> SyncDaemon {
+        SyncDaemon {
+            sync_id: syncid,
+            ..SyncDaemon::new(daemon_state(role), iface)
+        }
+    }
+
+    /// The mesh starts its second role without stopping the first; a VRRP
+    /// role stops the other one.
+    #[test]
+    fn daemon_plan_keeps_the_other_role_for_the_mesh() {
+        use SyncRole::{Backup, Master};
+        let master = daemon(Master, "eth1", 7);
+        let backup = daemon(Backup, "eth1", 7);
+        // Mesh: master running, backup wanted: start it, stop nothing.
+        assert_eq!(
+            daemon_plan(std::slice::from_ref(&master), &backup, false),
+            (vec![], true)
+        );
+        // Both running as wanted: nothing to do.
+        let both = [master.clone(), backup.clone()];
+        assert_eq!(daemon_plan(&both, &master, false), (vec![], false));
+        assert_eq!(daemon_plan(&both, &backup, false), (vec![], false));
+        // Another syncid or interface for this role: replaced, the other kept.
+        let old = [daemon(Master, "eth1", 3), backup.clone()];
+        assert_eq!(
+            daemon_plan(&old, &master, false),
+            (vec![DaemonState::Master], true)
+        );
+        let old = [master.clone(), daemon(Backup, "eth2", 7)];
+        assert_eq!(
+            daemon_plan(&old, &backup, false),
+            (vec![DaemonState::Backup], true)
+        );
+        // A VRRP role (exclusive) stops the other role, keeps its own.
+        assert_eq!(
+            daemon_plan(&both, &master, true),
+            (vec![DaemonState::Backup], false)
+        );
+        assert_eq!(daemon_plan(&[], &backup, true), (vec![], true));
     }
 }

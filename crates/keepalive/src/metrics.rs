@@ -48,6 +48,7 @@ pub enum G {
     BgpAnnounced,
     BgpNeighborUp,
     BgpDrained,
+    IpvsSyncMesh,
 }
 
 const COUNTERS: &[(C, &str, &str)] = &[
@@ -169,6 +170,12 @@ const GAUGES: &[(G, &str, &str)] = &[
         G::BgpDrained,
         "keepalive_bgp_drained",
         "1 while BGP announcements are drained (SIGUSR1; SIGUSR2 resumes).",
+    ),
+    (
+        G::IpvsSyncMesh,
+        "keepalive_ipvs_sync_mesh",
+        "1 while the full-mesh IPVS sync daemon of this role (bgp.ipvs_sync) is started, 0 while \
+         starting it fails (retried with back-off).",
     ),
 ];
 

@@ -140,6 +140,14 @@ impl keepalive::ipvs::IpvsBackend for Fake {
     ) -> anyhow::Result<()> {
         Ok(())
     }
+    fn sync_start(
+        &mut self,
+        _role: keepalive::ipvs::SyncRole,
+        _iface: &str,
+        _syncid: u8,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
     fn sync_stop(&mut self) -> anyhow::Result<()> {
         Ok(())
     }

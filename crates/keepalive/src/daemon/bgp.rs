@@ -185,11 +185,19 @@ impl Daemon {
     }
 
     /// The running `bgp:` section is kept across SIGHUP (restarting BIRD
-    /// would drop every session).
+    /// would drop every session); only its `ipvs_sync` follows a reload
+    /// ([`super::mesh`]).
     pub(super) fn bgp_reload_check(&self, new: &Config) {
-        let running = self.bird.as_ref().map(|b| b.config());
-        if running != new.bgp.as_ref() {
-            warn!("reload: the bgp section changed; it takes effect at the next restart");
+        let bird_part = |b: &Bgp| Bgp {
+            ipvs_sync: None,
+            ..b.clone()
+        };
+        let running = self.bird.as_ref().map(|b| bird_part(b.config()));
+        if running != new.bgp.as_ref().map(bird_part) {
+            warn!(
+                "reload: the bgp section changed; except for ipvs_sync, it takes effect at the \
+                 next restart"
+            );
         }
     }
 

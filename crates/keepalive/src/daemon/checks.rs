@@ -130,14 +130,17 @@ impl Daemon {
         }
     }
 
-    /// An apply finished on the IPVS worker.
+    /// An apply (or a mesh sync daemon's start) finished on the IPVS worker.
     pub(super) fn on_ipvs(&mut self, e: IpvsEvent) {
-        let IpvsEvent::Applied {
-            ok,
-            retry,
-            desired,
-            error,
-        } = e;
+        let (ok, retry, desired, error) = match e {
+            IpvsEvent::Applied {
+                ok,
+                retry,
+                desired,
+                error,
+            } => (ok, retry, desired, error),
+            IpvsEvent::SyncMesh { role, ok, .. } => return self.on_mesh(role, ok),
+        };
         self.source.applied(&desired, error.as_deref());
         if retry {
             self.metrics.inc(C::IpvsApplyRetries, vec![]);

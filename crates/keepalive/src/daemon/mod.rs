@@ -21,13 +21,16 @@
 //!   (the YAML file, or etcd);
 //! * [`reload`]: SIGHUP, the configuration diff;
 //! * [`hooks`]: notify commands;
-//! * [`bgp`]: the `bgp:` groups announced through BIRD while healthy; drain.
+//! * [`bgp`]: the `bgp:` groups announced through BIRD while healthy; drain;
+//! * [`mesh`]: full-mesh IPVS connection sync (`bgp.ipvs_sync`): both sync
+//!   daemon roles at once, from start to shutdown.
 
 mod bgp;
 mod checks;
 mod hooks;
 mod instance;
 mod links;
+mod mesh;
 mod reload;
 mod role;
 mod rx;
@@ -105,6 +108,8 @@ pub struct Daemon {
     bgp_drained: bool,
     /// The groups last handed to BIRD.
     bgp_healthy: BTreeSet<String>,
+    /// The mesh sync daemons asked of the IPVS worker (`bgp.ipvs_sync`).
+    mesh: Option<crate::config::MeshSync>,
 }
 
 impl Daemon {
@@ -154,6 +159,7 @@ impl Daemon {
             bgp_script_rx,
             bgp_drained: false,
             bgp_healthy: BTreeSet::new(),
+            mesh: None,
         })
     }
 
@@ -227,6 +233,9 @@ impl Daemon {
             i64::from(self.ipvs_ok),
         );
         self.apply_ipvs();
+        // Syncing before BGP announces: this director learns the others'
+        // flows before ECMP sends it any of them.
+        self.start_mesh(&cfg);
         self.setup_metrics(&cfg).await?;
         // Subscribe before reading the links, so that no change falls between.
         self.start_monitor()?;
@@ -320,6 +329,7 @@ impl Daemon {
         if let Some(m) = self.monitor.take() {
             m.abort();
         }
+        self.stop_mesh();
         self.ipvs.finish(Duration::from_secs(5));
         info!("keepalive stopped");
     }

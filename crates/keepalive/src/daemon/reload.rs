@@ -2,8 +2,8 @@
 //! then diffed against the running instances. An instance whose identity
 //! (name, interface, VRID, family, version, source, unicast peers) is
 //! unchanged keeps its machine and role and takes the new parameters in
-//! place; others stop or start. The IPVS sync daemon follows a changed
-//! `ipvs_sync` at once.
+//! place; others stop or start. The IPVS sync daemons follow a changed
+//! `vrrp[].ipvs_sync` or `bgp.ipvs_sync` at once.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -44,6 +44,7 @@ impl Daemon {
         };
         info!(file = %self.path.display(), "reloading configuration");
         self.metrics.inc(C::Reloads, vec![]);
+        self.mesh_reload_stop(&new);
         let mut old: Vec<Inst> = std::mem::take(&mut self.insts);
         let mut kept: Vec<Inst> = Vec::new();
         let mut to_start: Vec<Instance> = Vec::new();
@@ -87,11 +88,13 @@ impl Daemon {
         for i in 0..self.insts.len() {
             self.coordinate(i);
         }
+        self.mesh_reload_start(&new);
         let names: BTreeSet<String> = self.insts.iter().map(|i| i.cfg.name.clone()).collect();
         for owner in self.metrics.owners() {
             let is_check = self.checks.iter().any(|c| c.label() == owner);
             let is_group = new.sync_groups.iter().any(|g| g.name == owner);
-            if !names.contains(&owner) && !is_check && !is_group && !self.bgp_owns(&owner) {
+            let kept = is_check || is_group || self.bgp_owns(&owner) || self.mesh_owns(&owner);
+            if !names.contains(&owner) && !kept {
                 self.metrics.forget(&owner);
             }
         }

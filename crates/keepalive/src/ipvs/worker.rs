@@ -1,7 +1,9 @@
 //! The [`IpvsWorker`]: the backend on its own thread, its requests, retries
 //! and the events it reports.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ipvs_cluster::Desired;
 
@@ -19,7 +21,18 @@ enum Request {
         iface: String,
         syncid: u8,
     },
+    /// Both roles at once (`bgp.ipvs_sync`).
+    SyncMesh {
+        iface: String,
+        syncid: u8,
+    },
     SyncStop,
+}
+
+impl Request {
+    fn is_apply(&self) -> bool {
+        matches!(self, Request::Apply { .. })
+    }
 }
 
 /// What the worker reports back to the event loop.
@@ -32,6 +45,12 @@ pub enum IpvsEvent {
         ok: bool,
         retry: bool,
         desired: Option<Arc<Desired>>,
+        error: Option<String>,
+    },
+    /// One role of the mesh sync daemons was (re)started, or failed to.
+    SyncMesh {
+        role: SyncRole,
+        ok: bool,
         error: Option<String>,
     },
 }
@@ -50,13 +69,75 @@ fn backoff(failures: u32) -> std::time::Duration {
 /// round trips (a large `apply`, starting a sync daemon: the kernel creates
 /// its threads) never hold up the VRRP timers and adverts on the daemon's
 /// event loop. Errors are logged here. Of several queued applies only the
-/// last runs (each carries the whole desired state). A failed apply is
-/// retried with back-off ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]) until
-/// it succeeds or a newer one replaces it; each result is reported as an
+/// last runs (each carries the whole desired state). A failed apply, and a
+/// failed start of the mesh sync daemons, is retried with back-off
+/// ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]) until it succeeds or a newer
+/// request of its kind replaces it; each result is reported as an
 /// [`IpvsEvent`].
 pub struct IpvsWorker {
     tx: Option<std::sync::mpsc::Sender<Request>>,
     done: std::sync::mpsc::Receiver<()>,
+}
+
+/// A failed request waiting for its retry.
+struct Pending {
+    req: Request,
+    failures: u32,
+    due: Instant,
+}
+
+/// The failed requests to retry: the last apply and the last mesh start,
+/// each on its own back-off.
+#[derive(Default)]
+struct Retries {
+    apply: Option<Pending>,
+    mesh: Option<Pending>,
+}
+
+impl Retries {
+    /// Where a failure of `r` waits; any sync request decides the daemons
+    /// instead of an earlier mesh start.
+    fn slot(&mut self, r: &Request) -> &mut Option<Pending> {
+        if r.is_apply() {
+            &mut self.apply
+        } else {
+            &mut self.mesh
+        }
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        [&self.apply, &self.mesh]
+            .into_iter()
+            .flatten()
+            .map(|p| p.due)
+            .min()
+    }
+
+    /// The retries due now, with their failure counts.
+    fn take_due(&mut self, now: Instant) -> Vec<(Request, Option<u32>)> {
+        [&mut self.apply, &mut self.mesh]
+            .into_iter()
+            .filter(|p| p.as_ref().is_some_and(|p| p.due <= now))
+            .filter_map(Option::take)
+            .map(|p| (p.req, Some(p.failures)))
+            .collect()
+    }
+
+    /// After a run: a failure waits for its retry, a success clears it.
+    fn record(&mut self, r: Request, ok: bool, before: Option<u32>) {
+        let retried = matches!(r, Request::Apply { .. } | Request::SyncMesh { .. });
+        let slot = self.slot(&r);
+        *slot = if ok || !retried {
+            None
+        } else {
+            let failures = before.map_or(1, |n| n + 1);
+            Some(Pending {
+                req: r,
+                failures,
+                due: Instant::now() + backoff(failures),
+            })
+        };
+    }
 }
 
 /// The worker thread's loop.
@@ -66,55 +147,97 @@ fn work(
     events: Option<tokio::sync::mpsc::UnboundedSender<IpvsEvent>>,
 ) {
     use std::sync::mpsc::RecvTimeoutError;
-    let mut queue = std::collections::VecDeque::new();
-    // The last apply, while it fails, and how often it failed.
-    let mut failed: Option<(Request, u32)> = None;
-    loop {
-        let mut retry = false;
-        match &failed {
-            None => match rx.recv() {
-                Ok(r) => queue.push_back(r),
-                Err(_) => return,
-            },
-            Some((r, n)) => match rx.recv_timeout(backoff(*n)) {
-                Ok(next) => queue.push_back(next),
-                Err(RecvTimeoutError::Timeout) => {
-                    queue.push_back(r.clone());
-                    retry = true;
-                }
-                Err(RecvTimeoutError::Disconnected) => return,
-            },
+    let send = |e: IpvsEvent| {
+        if let Some(ev) = &events {
+            let _ = ev.send(e);
         }
-        queue.extend(rx.try_iter());
-        while let Some(r) = queue.pop_front() {
-            let is_apply = matches!(r, Request::Apply { .. });
-            if is_apply && queue.iter().any(|q| matches!(q, Request::Apply { .. })) {
+    };
+    let mut retries = Retries::default();
+    // Requests with the failure count of the retry they are (None: new).
+    let mut queue: VecDeque<(Request, Option<u32>)> = VecDeque::new();
+    loop {
+        let first = match retries.next_due() {
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(due) => rx.recv_timeout(due.saturating_duration_since(Instant::now())),
+        };
+        let mut new: Vec<Request> = match first {
+            Ok(r) => vec![r],
+            Err(RecvTimeoutError::Timeout) => vec![],
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        new.extend(rx.try_iter());
+        // A newer request of a kind replaces its pending retry.
+        for r in &new {
+            *retries.slot(r) = None;
+        }
+        queue.extend(retries.take_due(Instant::now()));
+        queue.extend(new.into_iter().map(|r| (r, None)));
+        while let Some((r, before)) = queue.pop_front() {
+            if r.is_apply() && queue.iter().any(|(q, _)| q.is_apply()) {
                 continue; // superseded
             }
-            let applied = match &r {
-                Request::Apply { desired, .. } => desired.clone(),
-                _ => None,
-            };
-            let result = run(backend.as_mut(), r.clone());
-            let ok = result.is_ok();
-            if is_apply {
-                let retrying = retry && failed.is_some();
-                failed = match (ok, failed.take()) {
-                    (true, _) => None,
-                    (false, Some((_, n))) if retrying => Some((r, n + 1)),
-                    (false, _) => Some((r, 1)),
-                };
-                if let Some(ev) = &events {
-                    let _ = ev.send(IpvsEvent::Applied {
+            let ok = match &r {
+                Request::Apply { desired, down } => {
+                    let result = run(
+                        "applying IPVS configuration (retried with back-off)",
+                        backend.apply(desired.as_deref(), down),
+                    );
+                    let ok = result.is_ok();
+                    send(IpvsEvent::Applied {
                         ok,
-                        retry: retrying,
-                        desired: applied,
+                        retry: before.is_some(),
+                        desired: desired.clone(),
                         error: result.err(),
                     });
+                    ok
                 }
-            }
+                Request::SyncMesh { iface, syncid } => {
+                    let mut ok = true;
+                    for (role, result) in run_mesh(backend.as_mut(), iface, *syncid) {
+                        ok &= result.is_ok();
+                        send(IpvsEvent::SyncMesh {
+                            role,
+                            ok: result.is_ok(),
+                            error: result.err(),
+                        });
+                    }
+                    ok
+                }
+                Request::SyncRole {
+                    role,
+                    iface,
+                    syncid,
+                } => run(role_what(*role), backend.sync_role(*role, iface, *syncid)).is_ok(),
+                Request::SyncStop => {
+                    run("stopping the IPVS sync daemon", backend.sync_stop()).is_ok()
+                }
+            };
+            retries.record(r, ok, before);
         }
     }
+}
+
+fn role_what(role: SyncRole) -> &'static str {
+    match role {
+        SyncRole::Master => "IPVS sync daemon (master)",
+        SyncRole::Backup => "IPVS sync daemon (backup)",
+    }
+}
+
+/// Start (or keep) both roles; the second is started even when the first
+/// fails, and neither stops the other.
+fn run_mesh(
+    backend: &mut dyn IpvsBackend,
+    iface: &str,
+    syncid: u8,
+) -> [(SyncRole, Result<(), String>); 2] {
+    [SyncRole::Master, SyncRole::Backup].map(|role| {
+        let what = match role {
+            SyncRole::Master => "IPVS mesh sync daemon (master) (retried with back-off)",
+            SyncRole::Backup => "IPVS mesh sync daemon (backup) (retried with back-off)",
+        };
+        (role, run(what, backend.sync_start(role, iface, syncid)))
+    })
 }
 
 impl IpvsWorker {
@@ -154,6 +277,15 @@ impl IpvsWorker {
         });
     }
 
+    /// Run the sync daemon as master and as backup at once (full mesh).
+    pub fn sync_mesh(&self, iface: &str, syncid: u8) {
+        self.send(Request::SyncMesh {
+            iface: iface.to_string(),
+            syncid,
+        });
+    }
+
+    /// Stop both sync daemons (whoever started them).
     pub fn sync_stop(&self) {
         self.send(Request::SyncStop);
     }
@@ -167,26 +299,8 @@ impl IpvsWorker {
     }
 }
 
-/// Run one request; its error (also logged here).
-fn run(backend: &mut dyn IpvsBackend, r: Request) -> Result<(), String> {
-    let (what, result) = match r {
-        Request::Apply { desired, down } => (
-            "applying IPVS configuration (retried with back-off)",
-            backend.apply(desired.as_deref(), &down),
-        ),
-        Request::SyncRole {
-            role,
-            iface,
-            syncid,
-        } => (
-            match role {
-                SyncRole::Master => "IPVS sync daemon (master)",
-                SyncRole::Backup => "IPVS sync daemon (backup)",
-            },
-            backend.sync_role(role, &iface, syncid),
-        ),
-        Request::SyncStop => ("stopping the IPVS sync daemon", backend.sync_stop()),
-    };
+/// One backend call's result; its error (also logged here).
+fn run(what: &str, result: anyhow::Result<()>) -> Result<(), String> {
     result.map_err(|e| {
         let e = format!("{e:#}");
         tracing::error!(error = e, "{what}");
@@ -215,6 +329,13 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push(format!("{role:?} {iface} {syncid}"));
+            Ok(())
+        }
+        fn sync_start(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("start {role:?} {iface} {syncid}"));
             Ok(())
         }
         fn sync_stop(&mut self) -> anyhow::Result<()> {
@@ -284,6 +405,9 @@ mod tests {
         fn sync_role(&mut self, _: SyncRole, _: &str, _: u8) -> anyhow::Result<()> {
             Ok(())
         }
+        fn sync_start(&mut self, _: SyncRole, _: &str, _: u8) -> anyhow::Result<()> {
+            Ok(())
+        }
         fn sync_stop(&mut self) -> anyhow::Result<()> {
             Ok(())
         }
@@ -308,11 +432,12 @@ mod tests {
         // failed; retried 250 ms later, failed; retried 500 ms later, applied
         let got: Vec<(bool, bool, bool)> = got
             .iter()
-            .map(
-                |IpvsEvent::Applied {
-                     ok, retry, error, ..
-                 }| (*ok, *retry, error.is_some()),
-            )
+            .map(|e| match e {
+                IpvsEvent::Applied {
+                    ok, retry, error, ..
+                } => (*ok, *retry, error.is_some()),
+                other => panic!("{other:?}"),
+            })
             .collect();
         assert_eq!(
             got,
@@ -327,5 +452,118 @@ mod tests {
         assert_eq!(backoff(40), RETRY_MAX);
         w.finish(std::time::Duration::from_secs(5));
         assert_eq!(*calls.lock().unwrap(), 3);
+    }
+
+    /// The mesh asks for both roles with `sync_start` (which leaves the
+    /// other role running), never `sync_role` or a stop; each role reports.
+    #[test]
+    fn mesh_requests_both_roles_without_stopping_either() {
+        let log = Arc::new(Mutex::new(vec![]));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone())), Some(tx)).unwrap();
+        w.sync_mesh("eth1", 9);
+        w.finish(std::time::Duration::from_secs(5));
+        let log = log.lock().unwrap().clone();
+        assert_eq!(log, ["start Master eth1 9", "start Backup eth1 9"]);
+        let mut got = vec![];
+        while let Ok(e) = rx.try_recv() {
+            got.push(e);
+        }
+        let ok = |role| IpvsEvent::SyncMesh {
+            role,
+            ok: true,
+            error: None,
+        };
+        assert_eq!(got, [ok(SyncRole::Master), ok(SyncRole::Backup)]);
+    }
+
+    /// Fails to start the backup role its first `fails` times.
+    struct NoBackup(u32, Arc<Mutex<Vec<String>>>);
+    impl IpvsBackend for NoBackup {
+        fn apply(&mut self, _: Option<&Desired>, _: &[DownDest]) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn sync_role(&mut self, _: SyncRole, _: &str, _: u8) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn sync_start(&mut self, role: SyncRole, _: &str, _: u8) -> anyhow::Result<()> {
+            self.1.lock().unwrap().push(format!("start {role:?}"));
+            if role == SyncRole::Backup && self.0 > 0 {
+                self.0 -= 1;
+                anyhow::bail!("No such device")
+            }
+            Ok(())
+        }
+        fn sync_stop(&mut self) -> anyhow::Result<()> {
+            self.1.lock().unwrap().push("stop".into());
+            Ok(())
+        }
+    }
+
+    fn wait_events(
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<IpvsEvent>,
+        n: usize,
+    ) -> Vec<IpvsEvent> {
+        let t0 = std::time::Instant::now();
+        let mut got = Vec::new();
+        while got.len() < n {
+            match rx.try_recv() {
+                Ok(e) => got.push(e),
+                Err(_) => {
+                    assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{got:?}");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn failed_mesh_start_is_retried_and_a_stop_cancels_the_retry() {
+        let log = Arc::new(Mutex::new(vec![]));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let t0 = std::time::Instant::now();
+        let mut w = IpvsWorker::spawn(Box::new(NoBackup(1, log.clone())), Some(tx)).unwrap();
+        w.sync_mesh("eth1", 0);
+        // master ok, backup failed; 250 ms later both again, both ok
+        let got: Vec<(SyncRole, bool)> = wait_events(&mut rx, 4)
+            .into_iter()
+            .map(|e| match e {
+                IpvsEvent::SyncMesh { role, ok, error } => {
+                    assert_eq!(ok, error.is_none());
+                    (role, ok)
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        use SyncRole::{Backup, Master};
+        assert_eq!(
+            got,
+            [
+                (Master, true),
+                (Backup, false),
+                (Master, true),
+                (Backup, true)
+            ]
+        );
+        assert!(t0.elapsed() >= RETRY_FIRST);
+        w.finish(std::time::Duration::from_secs(5));
+
+        // Failing for good, then stopped: no retry after the stop.
+        let log = Arc::new(Mutex::new(vec![]));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut w = IpvsWorker::spawn(Box::new(NoBackup(u32::MAX, log.clone())), Some(tx)).unwrap();
+        w.sync_mesh("eth1", 0);
+        wait_events(&mut rx, 2);
+        w.sync_stop();
+        std::thread::sleep(RETRY_FIRST * 3);
+        w.finish(std::time::Duration::from_secs(5));
+        let log = log.lock().unwrap().clone();
+        assert_eq!(log.last().map(String::as_str), Some("stop"), "{log:?}");
+        assert_eq!(
+            log.iter().filter(|l| *l == "start Backup").count(),
+            1,
+            "{log:?}"
+        );
     }
 }
