@@ -432,5 +432,6 @@ mod example {
         let b = c.bgp.expect("bgp");
         assert_eq!(b.neighbors.len(), 3);
         assert_eq!(b.groups[0].vips.len(), 2);
+        assert_eq!(b.ipvs_sync.map(|m| m.syncid.0), Some(7));
     }
 }
