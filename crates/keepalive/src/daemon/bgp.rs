@@ -5,25 +5,14 @@
 //! serving the flows that routers still send it while they converge.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use tracing::{error, info, warn};
 
-use super::track::{run_script, ScriptResult};
+use super::track::{feed_script, Owner, ScriptResult, ScriptRt};
 use super::Daemon;
 use crate::bird::Bird;
-use crate::config::{Bgp, Config, TrackScript};
-use crate::health::Debounce;
+use crate::config::{Bgp, Config};
 use crate::metrics::G;
-
-/// A tracked script of a group.
-pub(super) struct GroupScript {
-    group: String,
-    index: usize,
-    def: Arc<TrackScript>,
-    debounce: Debounce,
-    task: tokio::task::JoinHandle<()>,
-}
 
 impl Daemon {
     pub(super) fn start_bgp(&mut self, cfg: &Config) {
@@ -31,20 +20,8 @@ impl Daemon {
         self.bgp_vip_addresses(b, true);
         for g in &b.groups {
             for (index, def) in g.track_scripts.iter().enumerate() {
-                let def = Arc::new(def.clone());
-                let task = tokio::spawn(run_script(
-                    g.name.clone(),
-                    index,
-                    def.clone(),
-                    self.bgp_script_tx.clone(),
-                ));
-                self.bgp_scripts.push(GroupScript {
-                    group: g.name.clone(),
-                    index,
-                    debounce: Debounce::new(def.rise.0, def.fall.0),
-                    def,
-                    task,
-                });
+                let s = ScriptRt::spawn(&g.name, index, def, &self.bgp_script_tx);
+                self.bgp_scripts.push(s);
             }
         }
         self.metrics.set(G::BgpDrained, vec![], 0);
@@ -76,22 +53,9 @@ impl Daemon {
         }
     }
 
+    /// The groups' health is re-read after every event (`update_bgp`).
     pub(super) fn on_bgp_script(&mut self, r: ScriptResult) {
-        let Some(s) = self
-            .bgp_scripts
-            .iter_mut()
-            .find(|s| s.group == r.instance && s.index == r.index)
-        else {
-            return;
-        };
-        if let Some(up) = s.debounce.feed(r.ok) {
-            let script = s.def.label();
-            if up {
-                info!(group = %s.group, %script, "tracked script healthy again");
-            } else {
-                warn!(group = %s.group, %script, "tracked script failing");
-            }
-        }
+        feed_script(&mut self.bgp_scripts, &r, Owner::Group);
     }
 
     /// SIGUSR1 drains (withdraws every group), SIGUSR2 resumes.
@@ -127,7 +91,7 @@ impl Daemon {
                 why.push(format!("interface {i} down"));
             }
         }
-        for s in self.bgp_scripts.iter().filter(|s| s.group == name) {
+        for s in self.bgp_scripts.iter().filter(|s| s.owner == name) {
             if !s.debounce.up {
                 why.push(format!("script {} failing", s.def.label()));
             }
@@ -179,7 +143,7 @@ impl Daemon {
         let scripts = self
             .bgp_scripts
             .iter()
-            .filter(|s| s.group == name)
+            .filter(|s| s.owner == name)
             .map(|s| (format!("script:{}", s.def.label()), s.debounce.up));
         ifaces.chain(scripts).collect()
     }

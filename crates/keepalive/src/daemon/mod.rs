@@ -102,7 +102,7 @@ pub struct Daemon {
     warn_limit: RateLimit,
     /// The BIRD supervisor (with a `bgp:` section).
     bird: Option<crate::bird::Bird>,
-    bgp_scripts: Vec<bgp::GroupScript>,
+    bgp_scripts: Vec<ScriptRt>,
     bgp_script_tx: mpsc::UnboundedSender<ScriptResult>,
     bgp_script_rx: mpsc::UnboundedReceiver<ScriptResult>,
     bgp_drained: bool,

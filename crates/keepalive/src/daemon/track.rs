@@ -29,12 +29,71 @@ pub(super) struct ScriptResult {
     pub(super) ok: bool,
 }
 
+/// A tracked script's task and debounced state, of a VRRP instance or a
+/// BGP group (`owner`).
 pub(super) struct ScriptRt {
-    instance: String,
+    pub(super) owner: String,
     index: usize,
-    def: Arc<TrackScript>,
-    debounce: Debounce,
-    task: JoinHandle<()>,
+    pub(super) def: Arc<TrackScript>,
+    pub(super) debounce: Debounce,
+    pub(super) task: JoinHandle<()>,
+}
+
+impl ScriptRt {
+    /// Start running `def`; it starts healthy.
+    pub(super) fn spawn(
+        owner: &str,
+        index: usize,
+        def: &TrackScript,
+        tx: &mpsc::UnboundedSender<ScriptResult>,
+    ) -> ScriptRt {
+        let def = Arc::new(def.clone());
+        let task = tokio::spawn(run_script(
+            owner.to_string(),
+            index,
+            def.clone(),
+            tx.clone(),
+        ));
+        ScriptRt {
+            owner: owner.to_string(),
+            index,
+            debounce: Debounce::new(def.rise.0, def.fall.0),
+            def,
+            task,
+        }
+    }
+}
+
+/// What a script's owner is, for its log lines.
+#[derive(Clone, Copy)]
+pub(super) enum Owner {
+    Instance,
+    Group,
+}
+
+/// Feed one run's result to its script's debounce; true when the script
+/// turned healthy or failing (logged here).
+pub(super) fn feed_script(scripts: &mut [ScriptRt], r: &ScriptResult, kind: Owner) -> bool {
+    let Some(s) = scripts
+        .iter_mut()
+        .find(|s| s.owner == r.instance && s.index == r.index)
+    else {
+        return false;
+    };
+    let Some(up) = s.debounce.feed(r.ok) else {
+        return false;
+    };
+    let script = s.def.label();
+    let owner = &s.owner;
+    match (kind, up) {
+        (Owner::Instance, true) => {
+            info!(instance = %owner, %script, "tracked script healthy again")
+        }
+        (Owner::Instance, false) => warn!(instance = %owner, %script, "tracked script failing"),
+        (Owner::Group, true) => info!(group = %owner, %script, "tracked script healthy again"),
+        (Owner::Group, false) => warn!(group = %owner, %script, "tracked script failing"),
+    }
+    true
 }
 
 pub(super) async fn run_script(
@@ -86,26 +145,11 @@ impl Daemon {
             for (index, def) in ic.track_scripts.iter().enumerate() {
                 let kept = old
                     .iter()
-                    .position(|s| s.instance == ic.name && s.index == index && *s.def == *def)
+                    .position(|s| s.owner == ic.name && s.index == index && *s.def == *def)
                     .map(|p| old.swap_remove(p));
-                if let Some(s) = kept {
-                    self.scripts.push(s);
-                    continue;
-                }
-                let def = Arc::new(def.clone());
-                let task = tokio::spawn(run_script(
-                    ic.name.clone(),
-                    index,
-                    def.clone(),
-                    self.script_tx.clone(),
-                ));
-                self.scripts.push(ScriptRt {
-                    instance: ic.name.clone(),
-                    index,
-                    debounce: Debounce::new(def.rise.0, def.fall.0),
-                    def,
-                    task,
-                });
+                let s =
+                    kept.unwrap_or_else(|| ScriptRt::spawn(&ic.name, index, def, &self.script_tx));
+                self.scripts.push(s);
             }
         }
         for s in old {
@@ -120,20 +164,7 @@ impl Daemon {
     }
 
     pub(super) fn on_script(&mut self, r: ScriptResult) {
-        let Some(s) = self
-            .scripts
-            .iter_mut()
-            .find(|s| s.instance == r.instance && s.index == r.index)
-        else {
-            return;
-        };
-        if let Some(up) = s.debounce.feed(r.ok) {
-            let script = s.def.label();
-            if up {
-                info!(instance = %r.instance, %script, "tracked script healthy again");
-            } else {
-                warn!(instance = %r.instance, %script, "tracked script failing");
-            }
+        if feed_script(&mut self.scripts, &r, Owner::Instance) {
             self.evaluate_all();
         }
     }
@@ -141,7 +172,7 @@ impl Daemon {
     fn script_up(&self, instance: &str, index: usize) -> bool {
         self.scripts
             .iter()
-            .find(|s| s.instance == instance && s.index == index)
+            .find(|s| s.owner == instance && s.index == index)
             .is_none_or(|s| s.debounce.up)
     }
 
@@ -233,5 +264,56 @@ impl Daemon {
         for i in 0..self.insts.len() {
             self.evaluate(i);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(owner: &str, fall: u32) -> ScriptRt {
+        let def: TrackScript = crate::config::Config::parse(
+            &format!(
+                "bgp:\n  local_as: 1\n  router_id: 10.0.0.1\n  neighbors: [{{ address: 10.0.0.2, \
+                 remote_as: 2 }}]\n  groups:\n    - name: g\n      vips: [192.0.2.1]\n      \
+                 track_scripts: [{{ command: /bin/true, fall: {fall} }}]\n"
+            ),
+            "t.yaml",
+        )
+        .expect("valid")
+        .bgp
+        .expect("bgp")
+        .groups[0]
+            .track_scripts[0]
+            .clone();
+        ScriptRt {
+            owner: owner.into(),
+            index: 0,
+            debounce: Debounce::new(def.rise.0, def.fall.0),
+            def: Arc::new(def),
+            task: tokio::spawn(async {}),
+        }
+    }
+
+    fn result(owner: &str, ok: bool) -> ScriptResult {
+        ScriptResult {
+            instance: owner.into(),
+            index: 0,
+            ok,
+        }
+    }
+
+    /// Shared by VRRP instances and BGP groups: only a debounced change
+    /// counts, and only for the script's own owner.
+    #[tokio::test]
+    async fn feed_script_reports_debounced_changes() {
+        let mut s = vec![script("a", 2), script("b", 1)];
+        assert!(!feed_script(&mut s, &result("a", false), Owner::Group));
+        assert!(feed_script(&mut s, &result("a", false), Owner::Group));
+        assert!(!s[0].debounce.up && s[1].debounce.up);
+        assert!(feed_script(&mut s, &result("b", false), Owner::Instance));
+        assert!(!feed_script(&mut s, &result("c", false), Owner::Instance));
+        assert!(feed_script(&mut s, &result("a", true), Owner::Group));
+        assert!(s[0].debounce.up);
     }
 }
