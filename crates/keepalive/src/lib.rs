@@ -8,6 +8,7 @@
 //! * [`source`]: where the desired IPVS state comes from;
 //! * [`health`]: real-server checks; [`ipvs`]: the IPVS side behind a trait;
 //! * [`metrics`]: Prometheus text endpoint; [`sdnotify`]: systemd readiness;
+//! * [`pidfile`]: `--pid-file`, and `keepalive drain|resume` that read it;
 //! * [`bird`]: BIRD 2 as the BGP speaker for the `bgp:` section;
 //! * [`realtime`]: SCHED_FIFO and mlockall for the event loop.
 
@@ -22,6 +23,7 @@ pub mod health;
 pub mod http;
 pub mod ipvs;
 pub mod metrics;
+pub mod pidfile;
 pub mod realtime;
 pub mod rtnl;
 pub mod sdnotify;

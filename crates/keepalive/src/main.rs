@@ -1,17 +1,24 @@
 //! `keepalive -c FILE`: VRRPv3 failover daemon for IPVS front ends.
 //!
-//! Exit codes: 0 normal stop (or `--check` passed), 1 runtime error,
-//! 2 invalid command line or configuration.
+//! Exit codes: 0 normal stop (or `--check` passed, or a signal sent), 1
+//! runtime error (or no running daemon to signal), 2 invalid command line
+//! or configuration.
 //!
 //! Signals: SIGHUP reloads; SIGTERM/SIGINT stop (a `bgp:` section's routes
 //! are withdrawn first); SIGUSR1 drains the `bgp:` groups (withdraws them,
 //! VRRP unaffected) until SIGUSR2.
+//!
+//! Subcommands for operators: `keepalive drain` and `keepalive resume`
+//! send SIGUSR1 / SIGUSR2 to the daemon named by `--pid-file` (default
+//! `/run/keepalive/keepalive.pid`, which the systemd unit has the daemon
+//! write), after checking that it is a running keepalive.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use keepalive::config::Config;
+use keepalive::pidfile::{self, PidFile, Request};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
@@ -19,13 +26,32 @@ enum LogFormat {
     Json,
 }
 
+/// `--help` and the man page: what the subcommands' page would say.
+const AFTER_HELP: &str = "\
+Signals: SIGHUP reloads the configuration; SIGTERM/SIGINT stop (a bgp: \
+section's routes are withdrawn first); SIGUSR1 drains the bgp: groups until \
+SIGUSR2.
+
+keepalive drain [--pid-file PATH] withdraws the running daemon's bgp: groups \
+(SIGUSR1) until keepalive resume [--pid-file PATH] (SIGUSR2). Both read the \
+pid file (default /run/keepalive/keepalive.pid, the daemon's --pid-file in the \
+systemd unit) and signal only a running keepalive.
+
+Exit codes: 0 normal stop, valid file (--check) or signal sent; 1 runtime \
+error, or no running daemon to signal; 2 invalid command line or \
+configuration.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "keepalive",
     version,
-    about = "VRRPv3 front-end failover for IPVS directors"
+    about = "VRRPv3 front-end failover for IPVS directors",
+    args_conflicts_with_subcommands = true,
+    after_long_help = AFTER_HELP
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Cmd>,
     /// Configuration file (YAML).
     #[arg(
         short = 'c',
@@ -42,9 +68,29 @@ struct Args {
     /// Log filter (tracing env-filter syntax); overrides RUST_LOG.
     #[arg(long)]
     log_level: Option<String>,
+    /// Write the daemon's pid to this file (removed at exit), for `keepalive
+    /// drain|resume`. Refuses to start while it names a running keepalive.
+    #[arg(long, value_name = "PATH")]
+    pid_file: Option<PathBuf>,
     /// Print the man page (roff, section 8) and exit (for packaging).
     #[arg(long, hide = true)]
     man: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Withdraw the running daemon's bgp: groups (SIGUSR1) until `resume`;
+    /// VRRP and the IPVS sync daemons are unaffected.
+    Drain(Target),
+    /// Announce the running daemon's healthy bgp: groups again (SIGUSR2).
+    Resume(Target),
+}
+
+#[derive(Debug, clap::Args)]
+struct Target {
+    /// The running daemon's pid file (as given to its --pid-file).
+    #[arg(long, value_name = "PATH", default_value = pidfile::DEFAULT_PATH)]
+    pid_file: PathBuf,
 }
 
 fn main() -> ExitCode {
@@ -59,18 +105,47 @@ fn main() -> ExitCode {
             }
         };
     }
+    match &args.command {
+        Some(Cmd::Drain(t)) => send(t, Request::Drain),
+        Some(Cmd::Resume(t)) => send(t, Request::Resume),
+        None => daemon(args),
+    }
+}
+
+/// `keepalive drain|resume`: signal the daemon; say what was done.
+fn send(t: &Target, req: Request) -> ExitCode {
+    let (verb, what) = match req {
+        Request::Drain => (
+            "drain",
+            "its bgp: groups are withdrawn until `keepalive resume`",
+        ),
+        Request::Resume => ("resume", "its healthy bgp: groups are announced again"),
+    };
+    match pidfile::signal_daemon(&t.pid_file, req) {
+        Ok(pid) => {
+            println!(
+                "keepalive {verb}: sent {} to keepalive pid {pid} (from {}); {what} (a daemon \
+                 without a bgp: section ignores it: see its log)",
+                req.signal(),
+                t.pid_file.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("keepalive {verb}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging(args: &Args) -> Result<(), String> {
     let filter = args
         .log_level
         .clone()
         .or_else(|| std::env::var("RUST_LOG").ok())
         .unwrap_or_else(|| "info".into());
-    let filter = match tracing_subscriber::EnvFilter::try_new(&filter) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("keepalive: invalid log filter {filter:?}: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .map_err(|e| format!("invalid log filter {filter:?}: {e}"))?;
     // Colours only for a terminal, not in files or the journal.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -80,40 +155,39 @@ fn main() -> ExitCode {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
     }
+    Ok(())
+}
 
-    let cfg = match Config::load(&args.config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("keepalive: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if args.check {
-        let bgp = cfg.bgp.as_ref().map_or(String::new(), |b| {
-            format!(
-                ", {} BGP group(s) to {} neighbor(s)",
-                b.groups.len(),
-                b.neighbors.len()
-            )
+/// `--check`: what the file configures.
+fn check_summary(args: &Args, cfg: &Config) -> String {
+    let bgp = cfg.bgp.as_ref().map_or(String::new(), |b| {
+        let sync = b.ipvs_sync.as_ref().map_or(String::new(), |m| {
+            format!(", full-mesh IPVS sync on {}", m.interface)
         });
-        println!(
-            "{}: OK ({} VRRP instance(s), {} health check(s){bgp}{})",
-            args.config.display(),
-            cfg.vrrp.len(),
-            cfg.health_checks.len(),
-            if cfg.cluster.is_some() {
-                ", IPVS services/hosts"
-            } else if cfg.cluster_source.is_some() {
-                ", IPVS services/hosts from etcd"
-            } else {
-                ""
-            }
-        );
-        return ExitCode::SUCCESS;
-    }
+        format!(
+            ", {} BGP group(s) to {} neighbor(s){sync}",
+            b.groups.len(),
+            b.neighbors.len()
+        )
+    });
+    format!(
+        "{}: OK ({} VRRP instance(s), {} health check(s){bgp}{})",
+        args.config.display(),
+        cfg.vrrp.len(),
+        cfg.health_checks.len(),
+        if cfg.cluster.is_some() {
+            ", IPVS services/hosts"
+        } else if cfg.cluster_source.is_some() {
+            ", IPVS services/hosts from etcd"
+        } else {
+            ""
+        }
+    )
+}
 
-    // Before the runtime and the IPVS worker exist, so that both the event
-    // loop (this thread) and the worker start from the chosen setting.
+/// Before the runtime and the IPVS worker exist, so that both the event
+/// loop (this thread) and the worker start from the chosen setting.
+fn set_scheduling(cfg: &Config) {
     if cfg.global.lock_memory {
         if let Err(e) = keepalive::realtime::lock_memory() {
             tracing::warn!(error = %e, "lock_memory: mlockall failed; continuing without");
@@ -129,7 +203,26 @@ fn main() -> ExitCode {
             ),
         }
     }
+}
 
+/// No subcommand: validate (`--check`) or run the daemon.
+fn daemon(args: Args) -> ExitCode {
+    if let Err(e) = init_logging(&args) {
+        eprintln!("keepalive: {e}");
+        return ExitCode::from(2);
+    }
+    let cfg = match Config::load(&args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("keepalive: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check {
+        println!("{}", check_summary(&args, &cfg));
+        return ExitCode::SUCCESS;
+    }
+    set_scheduling(&cfg);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -142,8 +235,15 @@ fn main() -> ExitCode {
     };
     let backend = keepalive::ipvs::default_backend(&cfg);
     let result = rt.block_on(async move {
+        // Signals first: once the pid file exists, `keepalive drain` may
+        // send SIGUSR1, whose default action would end the process.
+        let signals = keepalive::daemon::Signals::new()?;
+        let _pid = match &args.pid_file {
+            Some(p) => Some(PidFile::create(p).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
         let d = keepalive::daemon::Daemon::new(cfg, args.config.clone(), backend)?;
-        d.run().await
+        d.run_with(signals).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::info;
@@ -67,6 +67,30 @@ use rx::RateLimit;
 use sockets::{RxPacket, Sockets};
 use sync::GroupRt;
 use track::{ScriptResult, ScriptRt};
+
+/// The signals the daemon handles. Registered before anything announces
+/// the process (the pid file that `keepalive drain` reads): from then on
+/// SIGUSR1/SIGUSR2 cannot kill it, and one that arrives during the start is
+/// kept for the event loop. Needs a running tokio runtime.
+pub struct Signals {
+    hup: Signal,
+    term: Signal,
+    int: Signal,
+    usr1: Signal,
+    usr2: Signal,
+}
+
+impl Signals {
+    pub fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            hup: signal(SignalKind::hangup())?,
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            usr1: signal(SignalKind::user_defined1())?,
+            usr2: signal(SignalKind::user_defined2())?,
+        })
+    }
+}
 
 pub struct Daemon {
     cfg: Config,
@@ -168,12 +192,20 @@ impl Daemon {
     }
 
     /// Set up everything and run until SIGTERM/SIGINT.
-    pub async fn run(mut self) -> anyhow::Result<()> {
-        let mut hup = signal(SignalKind::hangup())?;
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut usr1 = signal(SignalKind::user_defined1())?;
-        let mut usr2 = signal(SignalKind::user_defined2())?;
+    pub async fn run(self) -> anyhow::Result<()> {
+        let signals = Signals::new()?;
+        self.run_with(signals).await
+    }
+
+    /// [`Daemon::run`] with the signals registered beforehand.
+    pub async fn run_with(mut self, signals: Signals) -> anyhow::Result<()> {
+        let Signals {
+            mut hup,
+            mut term,
+            mut int,
+            mut usr1,
+            mut usr2,
+        } = signals;
         // WATCHDOG=1 from the event loop itself: a loop that is stuck
         // stops feeding the service manager, which restarts the daemon.
         let mut watchdog = sdnotify::watchdog_interval().map(tokio::time::interval);
