@@ -68,8 +68,14 @@ impl IpvsBackend for NullBackend {
         );
         Ok(())
     }
+    /// Only a reload can ask this (a mesh configured at start gets the real
+    /// backend): say so rather than report daemons that do not run.
     fn sync_start(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
-        self.sync_role(role, iface, syncid)
+        anyhow::bail!(
+            "cannot start the {role:?} sync daemon on {iface} (syncid {syncid}): keepalive \
+             started without IPVS duties, so without an IPVS backend; restart keepalive to \
+             apply bgp.ipvs_sync"
+        )
     }
     fn sync_stop(&mut self) -> anyhow::Result<()> {
         Ok(())

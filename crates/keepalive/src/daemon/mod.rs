@@ -265,13 +265,14 @@ impl Daemon {
             i64::from(self.ipvs_ok),
         );
         self.apply_ipvs();
-        // Syncing before BGP announces: this director learns the others'
-        // flows before ECMP sends it any of them.
-        self.start_mesh(&cfg);
         self.setup_metrics(&cfg).await?;
         // Subscribe before reading the links, so that no change falls between.
         self.start_monitor()?;
         self.read_links();
+        // After the steps that can fail (nothing would stop the daemons),
+        // before BGP announces: this director learns the others' flows
+        // before ECMP sends it any of them.
+        self.start_mesh(&cfg);
         for ic in &cfg.vrrp {
             let inst = self.make_inst(ic);
             self.insts.push(inst);
