@@ -22,6 +22,9 @@ fn default_lo() -> IfName {
 fn default_withdraw_delay() -> Millis {
     Millis(1000)
 }
+fn zero_ms() -> Millis {
+    Millis(0)
+}
 fn default_bfd_interval() -> Millis {
     Millis(100)
 }
@@ -59,6 +62,12 @@ pub struct Bgp {
     /// On shutdown: time between the withdrawal and stopping BIRD.
     #[serde(default = "default_withdraw_delay")]
     pub withdraw_delay_ms: Millis,
+    /// After start, announce nothing for this long (default 0): a director
+    /// that (re)joins a sync mesh first learns the others' connections
+    /// (each is re-sent within `net.ipv4.vs.sync_refresh_period`), so that
+    /// the flows ECMP moves to it find their entries.
+    #[serde(default = "zero_ms")]
+    pub announce_hold_ms: Millis,
     /// BFD timers, for the neighbors with `bfd: true`.
     #[serde(default)]
     pub bfd: BfdTimers,
@@ -359,6 +368,16 @@ mod tests {
         // Without the field: no mesh.
         let c = with(N, "[198.51.100.10]", "").expect("valid");
         assert!(c.bgp.expect("bgp").ipvs_sync.is_none());
+    }
+
+    #[test]
+    fn announce_hold_defaults_to_zero_and_is_bounded() {
+        let c = with(N, "[198.51.100.10]", "").expect("valid");
+        assert_eq!(c.bgp.expect("bgp").announce_hold_ms.0, 0);
+        let c = with(N, "[198.51.100.10]", "  announce_hold_ms: 16000\n").expect("valid");
+        assert_eq!(c.bgp.expect("bgp").announce_hold_ms.0, 16000);
+        let e = with(N, "[198.51.100.10]", "  announce_hold_ms: -1\n").expect_err("negative");
+        assert!(e.contains("announce_hold_ms"), "{e}");
     }
 
     #[test]

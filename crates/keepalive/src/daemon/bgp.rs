@@ -77,6 +77,12 @@ impl Daemon {
         if self.bgp_drained {
             why.push("drained".to_string());
         }
+        if self.bgp_hold_deadline().is_some() {
+            why.push(format!(
+                "holding the announcement for {} ms after start (announce_hold_ms)",
+                b.announce_hold_ms.0
+            ));
+        }
         if !self.ipvs_ok {
             why.push("IPVS state not applied".into());
         }
@@ -97,6 +103,13 @@ impl Daemon {
             }
         }
         why
+    }
+
+    /// While `announce_hold_ms` runs: its end (time since the daemon's epoch).
+    pub(super) fn bgp_hold_deadline(&self) -> Option<std::time::Duration> {
+        let hold =
+            std::time::Duration::from_millis(self.bird.as_ref()?.config().announce_hold_ms.0);
+        (self.now() < hold).then_some(hold)
     }
 
     /// Hand the set of healthy groups to BIRD (a no-op when unchanged).

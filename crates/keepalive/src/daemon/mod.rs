@@ -216,6 +216,7 @@ impl Daemon {
                 .insts
                 .iter()
                 .filter_map(|i| i.machine.next_deadline())
+                .chain(self.bgp_hold_deadline())
                 .min();
             let sleep_until = deadline.map_or_else(
                 || tokio::time::Instant::now() + Duration::from_secs(3600),

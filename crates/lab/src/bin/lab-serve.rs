@@ -10,7 +10,10 @@
 //! {"t", "busy", "area", "n", "done"} per host and the "work" in force. A line
 //! {"work": {"sensor_work": S, "web_work": W}} on stdin sets the work per
 //! request from then on (the lab calibrates before it measures). Ends on
-//! SIGTERM/SIGINT or when stdin closes.
+//! SIGTERM/SIGINT or when stdin closes. A VM's optional "listen" address
+//! (e.g. 0.0.0.0 for direct routing, where requests arrive for the VIP)
+//! replaces its "addr" for the listening socket; "conns" in the stats line
+//! counts each host's open client connections.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -39,6 +42,8 @@ struct VmCfg {
     addr: String,
     host: String,
     service: String,
+    #[serde(default)]
+    listen: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -56,6 +61,24 @@ struct Host {
     ps: RefCell<Ps>,
     waiting: RefCell<HashMap<u64, oneshot::Sender<()>>>,
     changed: Notify,
+    /// Open client connections.
+    conns: Cell<u64>,
+}
+
+/// Counts a connection on its host while it is open.
+struct Open(Rc<Host>);
+
+impl Open {
+    fn new(host: &Rc<Host>) -> Open {
+        host.conns.set(host.conns.get() + 1);
+        Open(host.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.conns.set(self.0.conns.get() - 1);
+    }
 }
 
 struct Shared {
@@ -137,6 +160,7 @@ async fn host_timer(sh: Rc<Shared>, host: Rc<Host>) {
 }
 
 async fn sensor_conn(sh: Rc<Shared>, host: Rc<Host>, s: TcpStream) {
+    let _open = Open::new(&host);
     let (r, mut w) = s.into_split();
     let mut r = BufReader::new(r);
     let mut line = Vec::with_capacity(64);
@@ -158,6 +182,7 @@ async fn sensor_conn(sh: Rc<Shared>, host: Rc<Host>, s: TcpStream) {
 }
 
 async fn web_conn(sh: Rc<Shared>, host: Rc<Host>, vm: Rc<str>, s: TcpStream) {
+    let _open = Open::new(&host);
     let (r, mut w) = s.into_split();
     let mut r = BufReader::new(r);
     let page = proto::page();
@@ -209,6 +234,7 @@ fn listen_in(home: &File, ns: &str, addr: &str, port: u16) -> Result<TcpListener
 
 fn stats(sh: &Shared, hosts: &BTreeMap<String, Rc<Host>>) -> serde_json::Value {
     let (mut busy, mut area, mut n, mut done) = (json!({}), json!({}), json!({}), json!({}));
+    let mut conns = json!({});
     for (name, h) in hosts {
         let mut ps = h.ps.borrow_mut();
         ps.advance(sh.now());
@@ -216,9 +242,10 @@ fn stats(sh: &Shared, hosts: &BTreeMap<String, Rc<Host>>) -> serde_json::Value {
         area[name] = json!((ps.area * 1e4).round() / 1e4);
         n[name] = json!(ps.len());
         done[name] = json!(ps.done);
+        conns[name] = json!(h.conns.get());
     }
     let (sensor_work, web_work) = sh.work.get();
-    json!({"t": wall(), "busy": busy, "area": area, "n": n, "done": done,
+    json!({"t": wall(), "busy": busy, "area": area, "n": n, "done": done, "conns": conns,
            "work": {"sensor_work": sensor_work, "web_work": web_work}})
 }
 
@@ -233,6 +260,7 @@ async fn serve(sh: Rc<Shared>) -> Result<(), String> {
                 ps: RefCell::new(Ps::new(h.capacity, t)),
                 waiting: RefCell::default(),
                 changed: Notify::new(),
+                conns: Cell::new(0),
             };
             (h.name.clone(), Rc::new(host))
         })
@@ -252,7 +280,12 @@ async fn serve(sh: Rc<Shared>) -> Result<(), String> {
         } else {
             sh.cfg.web_port
         };
-        let l = listen_in(&home, &vm.ns, &vm.addr, port)?;
+        let l = listen_in(
+            &home,
+            &vm.ns,
+            vm.listen.as_deref().unwrap_or(&vm.addr),
+            port,
+        )?;
         let (sh, name): (_, Rc<str>) = (sh.clone(), vm.name.as_str().into());
         tokio::task::spawn_local(async move {
             while let Ok((s, _)) = l.accept().await {

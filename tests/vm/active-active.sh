@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Inside the VM: the active-active lab (lab/active_active.py) with a small
+# load - 3 directors behind a BIRD router (ECMP over their BGP routes, BFD),
+# the IPVS sync mesh, the cluster file in etcd, the reference cluster's 20
+# VMs answering by direct routing - and its must-show figures asserted:
+#  - balance: host imbalance through 3 directors within 10 % of one
+#    director's on the same workload;
+#  - etcd: a changed cluster file applied by all 3 within 2 s, no client
+#    error meanwhile; etcd stopped: every director reports it and new
+#    connections are still served; etcd back: the next change lands;
+#  - kill: one director's links cut and its processes SIGKILLed: every
+#    connection older than the sync delay keeps exchanging data (lost 0), new
+#    connections all succeed within 1 s (BFD); it rejoins (fresh namespace,
+#    holds its announcement until the sync mesh caught up) and no open
+#    connection breaks;
+#  - drain (`keepalive drain`): route withdrawn, connections kept, no new
+#    connection on it, none refused; `keepalive resume` announces again.
+source "$(dirname "$0")/../lib.sh"
+in_vm || skip "run through scripts/vm.sh"
+need_root
+for p in python3 bird etcd; do command -v "$p" >/dev/null || skip "$p missing (scripts/setup.sh)"; done
+[ -x "$BIN/keepalive" ] || skip "$BIN/keepalive not built"
+modprobe ip_vs_vmwlch || fail "cannot load ip_vs_vmwlch"
+
+OUT="$(mktemp -d /tmp/active-active.XXXXXX)"
+on_exit "rm -rf '$OUT'"
+rc=0
+timeout -k 10 600 python3 "$REPO/lab/active_active.py" --out "$OUT" --sensors 90 --web-users 6 \
+    --warm 2 --ramp 8 --measure 10 || rc=$?
+assert_eq 0 "$rc" "lab status"
+line=$(grep "^active-active: " "$OUT/summary.txt") || fail "no final line"
+log "$line"
+echo "$line" | grep -Eq '^active-active: directors 3 killed 1 established [0-9]+ kept [0-9]+ lost [0-9]+ first-new-after-kill-ms [0-9]+ etcd-converged-ms [0-9]+$' ||
+    fail "final line not in the documented form: $line"
+python3 - "$OUT/summary.json" <<'PY' || fail "a must-show figure is out of bounds (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+ok = True
+def check(cond, what):
+    global ok
+    if not cond:
+        print("[active-active] " + what, file=sys.stderr)
+        ok = False
+b, k, d, e = r["balance"], r["kill"], r["drain"], r["etcd"]
+check(b["one"]["samples"] >= 3 and b["many"]["samples"] >= 3, "balance: too few samples %s" % b)
+check(b["ratio"] is not None and b["ratio"] <= 1.10,
+      "balance: 3 directors %s vs one %s (ratio %s > 1.10)" % (b["many"]["imbalance"], b["one"]["imbalance"], b["ratio"]))
+spread = b["many"]["scheduled_by"]
+check(len(spread) == 3 and all(v > 0 for v in spread.values()), "ECMP did not use every director: %s" % spread)
+check(k["established"] >= 80, "kill: only %d connections established before it" % k["established"])
+check(k["lost"] == 0 and k["kept"] == k["established"],
+      "kill: %d of %d established connections lost (%s)" % (k["lost"], k["established"], k["lost_errors"]))
+check(k["first_new_ms"] is not None and k["first_new_ms"] <= 1000,
+      "kill: new connections all succeed only after %s ms (%s)" % (k["first_new_ms"], k["probe_errors"]))
+check(k["client_errors"]["sensor"] == 0, "kill: sensor errors %s" % k["client_errors"])
+check(k["rejoin_lost"] == 0, "rejoin: %d of %d open connections broke (%s)"
+      % (k["rejoin_lost"], k["rejoin_open"], k["rejoin_lost_errors"]))
+check(k["rejoin_client_errors"] == {"sensor": 0, "web": 0}, "rejoin: client errors %s" % k["rejoin_client_errors"])
+check(d["lost"] == 0 and d["probes_failed"] == 0 and d["new_on_drained"] == 0,
+      "drain: lost %d, probes failed %d, new connections on the drained director %d"
+      % (d["lost"], d["probes_failed"], d["new_on_drained"]))
+check(d["drained_metric"] == 1, "drain: keepalive_bgp_drained %s" % d["drained_metric"])
+check(d["client_errors"] == {"sensor": 0, "web": 0}, "drain: client errors %s" % d["client_errors"])
+check(e["converged_ms"] <= 2000, "etcd: converged after %d ms (%s)" % (e["converged_ms"], e["each_ms"]))
+check(e["client_errors"] == {"sensor": 0, "web": 0}, "etcd: client errors %s" % e["client_errors"])
+check(e["outage_probes"] > 0 and e["outage_probes_failed"] == 0,
+      "etcd outage: %d of %d new connections failed" % (e["outage_probes_failed"], e["outage_probes"]))
+check(e["outage_client_errors"] == {"sensor": 0, "web": 0}, "etcd outage: client errors %s" % e["outage_client_errors"])
+sys.exit(0 if ok else 1)
+PY
+log "pass"
