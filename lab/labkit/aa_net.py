@@ -223,6 +223,21 @@ def ipvs_services(pid):
     return res
 
 
+def ipvs_active(pid):
+    """{(port, real server): (active, inactive)} of the VIP's services in PID's namespace."""
+    want = "%08X" % int.from_bytes(bytes(map(int, VIP.split("."))), "big")
+    res, port = {}, None
+    with open(f"/proc/{pid}/net/ip_vs") as f:
+        for line in f.read().splitlines()[3:]:
+            p = line.split()
+            if p and p[0] in ("TCP", "UDP", "SCTP"):
+                a, pt = p[1].split(":")
+                port = int(pt, 16) if a == want else None
+            elif p and p[0] == "->" and port is not None:
+                res[(port, p[1])] = (int(p[4]), int(p[5]))
+    return res
+
+
 def ipvs_conns_scheduled(pid):
     """Connections this director scheduled itself (synced ones not counted)."""
     with open(f"/proc/{pid}/net/ip_vs_stats") as f:

@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 from netns import netns
-from .aa_net import CANARY_PORT, JOIN_HOLD_MS, VIP, ipvs_conns_scheduled, ns_dir, ports, rebuild_director
+from .aa_net import CANARY_PORT, JOIN_HOLD_MS, VIP, ipvs_active, ipvs_conns_scheduled, ns_dir, ports, rebuild_director
 from .base import HNAMES, KEEPALIVE, SENSOR_PERIOD, WEB_PORT, WEIGHT, LabError, out
 from .stats import imbalance, mean
 
@@ -122,9 +122,9 @@ class StepsMixin:
         return {i: ipvs_conns_scheduled(p.pid) for i, p in self.ka.items() if p.poll() is None}
 
     # ---- 1. balance
-    async def measure(self, label):
-        """Mean over the window of max/mean weighted open connections per host."""
-        c0 = self.scheduled()
+    async def measure(self, label, c0):
+        """Mean over the window of max/mean weighted open connections per host;
+        C0: the directors' scheduled-connection counters before the clients started."""
         ims, loads = [], {h: [] for h in HNAMES}
         end = time.time() + self.a.measure
         while time.time() < end:
@@ -137,11 +137,20 @@ class StepsMixin:
                     loads[h].append(w[h])
             await asyncio.sleep(1.0)
         c1 = self.scheduled()
+        # Synced connections count in the receiving director's destination
+        # counters: each director's sum of active connections against the
+        # servers' own count of open connections.
+        active = {f"d{i}": sum(a for a, _ in ipvs_active(p.pid).values())
+                  for i, p in self.ka.items() if p.poll() is None}
         r = dict(imbalance=round(mean(ims), 3) if ims else None, samples=len(ims),
+                 active_per_director=active,
+                 servers_open=sum(((self.srv_stats or {}).get("conns") or {}).values()),
                  host_wload={h: round(mean(v), 1) for h, v in loads.items()},
                  scheduled_by={f"d{i}": c1[i] - c0.get(i, 0) for i in c1})
         out(f"== {label}: host imbalance (max/mean of open connections / host weight) {r['imbalance']}"
-            f" over {r['samples']} s; new connections per director {r['scheduled_by']}")
+            f" over {r['samples']} s; connections each director scheduled in the phase {r['scheduled_by']};"
+            " active connections in"
+            f" each director's counters {r['active_per_director']}, open at the servers {r['servers_open']}")
         return r
 
     async def balance(self):
@@ -149,16 +158,18 @@ class StepsMixin:
         for i in others:
             self.keepalive_cmd(i, "drain")
         await self.until(30, lambda: self.route_is(lambda v: v == {1}), "the route through d1 only")
+        c0 = self.scheduled()
         await self.start_clients()
-        one = await self.measure("one director (the others drained)")
+        one = await self.measure("one director (the others drained)", c0)
         await self.stop_clients()
         await self.until(60, lambda: sum(((self.srv_stats or {}).get("conns") or {"x": 1}).values()) == 0,
                          "the servers' connections closed")
         for i in others:
             self.keepalive_cmd(i, "resume")
         await self.until(30, lambda: self.route_is(lambda v: v == set(range(1, self.n + 1))), "the route through all")
+        c0 = self.scheduled()
         await self.start_clients()
-        many = await self.measure(f"{self.n} directors (ECMP)")
+        many = await self.measure(f"{self.n} directors (ECMP)", c0)
         ratio = many["imbalance"] / one["imbalance"] if one["imbalance"] and many["imbalance"] else None
         self.res["balance"] = dict(one=one, many=many, ratio=round(ratio, 3) if ratio else None)
         out(f"== balance: {self.n} directors / one director = {self.res['balance']['ratio']}")
@@ -266,6 +277,7 @@ class StepsMixin:
         snap = {k: x["gen"] for k, x in self.open_sensors().items()}
         await asyncio.sleep(1.0)  # the router's last frames to it
         c0 = ipvs_conns_scheduled(self.ka[i].pid)
+        route = self.route_text()
         probes = []
         await self.probing(3.0, probes)
         kept, lost = await self.survivors(snap, gone)
@@ -276,11 +288,12 @@ class StepsMixin:
         self.res["drain"] = r = dict(director=f"d{i}", withdrawn_ms=round(1000 * (gone - t)), open=len(snap),
                                      kept=len(kept), lost=len(lost), new_on_drained=c1 - c0, probes=len(probes),
                                      probes_failed=sum(1 for p in probes if not p[1]),
+                                     probe_errors=[p[2] for p in probes if not p[1]][:3], route=route,
                                      drained_metric=drained, resumed_ms=round(1000 * (time.time() - back)),
                                      client_errors={k: self.errors[k] - errs[k] for k in errs})
         out(f"== drain d{i}: route withdrawn after {r['withdrawn_ms']} ms; {r['kept']}/{r['open']} connections"
             f" kept; new connections it took {r['new_on_drained']}; probes failed {r['probes_failed']}/"
-            f"{r['probes']}; resumed")
+            f"{r['probes']} {r['probe_errors']}; route {r['route']!r}; resumed")
 
     # ---- 5. etcd stopped, then back
     async def etcd_outage(self):
@@ -315,7 +328,7 @@ class StepsMixin:
                     f"{b['one']['host_wload'][h]:6.1f}" for h in HNAMES) + f"   {b['one']['imbalance']}",
                 f"  {self.n} directors                             " + " ".join(
                     f"{b['many']['host_wload'][h]:6.1f}" for h in HNAMES) + f"   {b['many']['imbalance']}",
-                f"  ratio {b['ratio']}  (new connections per director: {b['many']['scheduled_by']})",
+                f"  ratio {b['ratio']}  (connections each director scheduled: {b['many']['scheduled_by']})",
                 f"  kill {k['victim']}: established {k['established']} kept {k['kept']} lost {k['lost']};"
                 f" route gone {k['route_gone_ms']} ms; new connections OK from {k['first_new_ms']} ms",
                 f"  rejoin: announced after {k['rejoin_ms']} ms (hold {JOIN_HOLD_MS} ms); {k['rejoin_kept']}/"
