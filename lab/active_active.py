@@ -188,7 +188,7 @@ class Lab(StepsMixin):
         if '"ready"' not in first:
             raise LabError(f"the lab servers did not start: {first!r}")
         write(os.path.join(self.tmp, "router.conf"), router_conf(self.n))
-        self.rbird = self.spawn("router", ["bird", "-f", "-c", os.path.join(self.tmp, "router.conf"),
+        self.rbird = self.spawn("router", ["chrt", "-f", "40", "bird", "-f", "-c", os.path.join(self.tmp, "router.conf"),
                                            "-s", os.path.join(self.tmp, "router.ctl")], NS_RT)
         for i in range(1, self.n + 1):
             self.start_director(i)

@@ -155,7 +155,7 @@ def delete_all():
 
 
 def router_conf(n):
-    y = ["router id 10.0.0.254;", "protocol device {}",
+    y = ["log stderr all;", "router id 10.0.0.254;", "protocol device {}",
          # every director's route merged into one multipath kernel route
          "protocol kernel { ipv4 { import none; export all; }; merge paths yes limit 16; }",
          "protocol bfd { interface \"eth0\" { min rx interval 100 ms; min tx interval 100 ms; multiplier 3; }; }"]
@@ -166,12 +166,24 @@ def router_conf(n):
     return "\n".join(y) + "\n"
 
 
+def bird_wrapper(tmp):
+    """BIRD at a real-time priority: BFD's 100 ms timers must not wait for
+    the CPU in a busy (emulated) VM, or sessions flap and routes go. On a
+    busy director one would do the same (keepalive's own real-time priority
+    is not inherited by what it starts)."""
+    path = os.path.join(tmp, "bird-rt")
+    write(path, '#!/bin/sh\nexec chrt -f 40 bird "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
 def director_conf(i, tmp, hold_ms=0):
     return f"""global:
   metrics_listen: 127.0.0.1:9650
   realtime_priority: 50
 bgp:
   runtime_dir: {tmp}/bird-d{i}
+  bird: {bird_wrapper(tmp)}
   local_as: 65001
   router_id: 10.0.0.{i}
   withdraw_delay_ms: 500

@@ -27,12 +27,15 @@ on_exit "rm -rf '$OUT'"
 rc=0
 timeout -k 10 600 python3 "$REPO/lab/active_active.py" --out "$OUT" --sensors 90 --web-users 6 \
     --warm 2 --ramp 8 --measure 10 || rc=$?
+# BGP/BFD session changes seen by the router (for a failure below)
+sessions() { grep -Ei "bfd|established|down|idle" "$OUT/router.log" 2>/dev/null | tail -40 >&2 || true; }
+[ "$rc" = 0 ] || sessions
 assert_eq 0 "$rc" "lab status"
 line=$(grep "^active-active: " "$OUT/summary.txt") || fail "no final line"
 log "$line"
 echo "$line" | grep -Eq '^active-active: directors 3 killed 1 established [0-9]+ kept [0-9]+ lost [0-9]+ first-new-after-kill-ms [0-9]+ etcd-converged-ms [0-9]+$' ||
     fail "final line not in the documented form: $line"
-python3 - "$OUT/summary.json" <<'PY' || fail "a must-show figure is out of bounds (above)"
+python3 - "$OUT/summary.json" <<'PY' || { sessions; fail "a must-show figure is out of bounds (above)"; }
 import json, sys
 r = json.load(open(sys.argv[1]))
 ok = True
