@@ -64,6 +64,9 @@ class Lab(StepsMixin):
         self.srv_stats = {}
         self.sensors = {}  # id -> dict(gen, open, opened, last_ok_sent, err)
         self.errors = {"sensor": 0, "web": 0}
+        self.web_open = {}  # web session -> time it opened
+        self.web_errors = []  # (session, error, time)
+        self.route_changes = []  # times the router's route to the VIP changed under load
         self.web_ok = 0
         self.stopped = None
         self.res = {}
@@ -292,8 +295,11 @@ class Lab(StepsMixin):
                 st.update(open=False, err=ev["err"])
         elif e == "wr":
             self.web_ok += 1
+        elif e == "wo":
+            self.web_open[ev["s"]] = ev["t"]
         elif e == "wx":
             self.errors["web"] += 1
+            self.web_errors.append((ev["s"], ev["err"], now))
 
     def open_sensors(self):
         return {i: x for i, x in self.sensors.items() if x["open"]}
@@ -343,6 +349,7 @@ class Lab(StepsMixin):
 
 async def amain(lab):
     rd = asyncio.create_task(lab.read_srv())
+    rw = asyncio.create_task(lab.watch_routes())
     lab.start_load()
     try:
         await lab.balance()
@@ -356,6 +363,7 @@ async def amain(lab):
         except LabError as e:
             log(f"warning: {e}")
         rd.cancel()
+        rw.cancel()
     r = lab.res
     line = (f"active-active: directors {lab.n} killed 1 established {r['kill']['established']}"
             f" kept {r['kill']['kept']} lost {r['kill']['lost']}"

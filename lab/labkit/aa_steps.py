@@ -39,6 +39,44 @@ class StepsMixin:
                                + "\n".join(f"--- d{i}\n{self.tail(f'd{i}', 800)}" for i in self.ka))
             await asyncio.sleep(0.05)
 
+    def err_mark(self):
+        return self.errors["sensor"], len(self.web_errors)
+
+    def errs_since(self, mark):
+        """Client errors since MARK: sensor errors, web sessions lost because
+        they were younger than the sync delay when the route changed (their
+        entry had not reached the director their flow moved to: the
+        documented cost), and any other web error (with its session's age
+        at the last route change before it, and the error)."""
+        young, other = 0, []
+        for s, err, t in self.web_errors[mark[1]:]:
+            opened = self.web_open.get(s, 0.0)
+            if any(c - SYNC_DELAY_S < opened <= c <= t for c in self.route_changes):
+                young += 1
+            else:
+                last = max((c for c in self.route_changes if c <= t), default=None)
+                other.append((round(last - opened, 2) if last else None, err))
+        return dict(sensor=self.errors["sensor"] - mark[0], web=len(other), web_young_at_route_change=young,
+                    web_other=other[:3])
+
+    async def watch_routes(self):
+        """Every change of the router's route to the VIP, timestamped by
+        `ip monitor` as it happens (the polls in the steps lag it)."""
+        p = await asyncio.create_subprocess_exec("ip", "-n", "lab-rt", "-ts", "monitor", "route",
+                                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            while True:
+                line = await p.stdout.readline()
+                if not line:
+                    return
+                t = route_change_after(line.decode(errors="replace"), 0.0)
+                if t is not None:
+                    self.route_changes.append(t)
+        finally:
+            if p.returncode is None:
+                p.kill()
+                await p.wait()
+
     async def route_is(self, pred):
         return pred(await self.route_via_async())
 
@@ -179,7 +217,7 @@ class StepsMixin:
         """Store the file (canary service or not) and wait until every
         director runs it: ms from the write, per director, client errors
         meanwhile."""
-        errs = dict(self.errors)
+        errs = self.err_mark()
         t = await self.put_timed(canary)
         done = {}
         end = t + 60
@@ -192,7 +230,7 @@ class StepsMixin:
             raise LabError(f"the changed cluster file did not reach every director in 60 s: {sorted(done)}")
         return dict(converged_ms=round(1000 * (max(done.values()) - t)),
                     each_ms={f"d{i}": round(1000 * (x - t)) for i, x in sorted(done.items())},
-                    client_errors={k: self.errors[k] - errs[k] for k in errs})
+                    client_errors=self.errs_since(errs))
 
     async def etcd_change(self):
         self.res["etcd"] = r = await self.converge(canary=True)
@@ -209,7 +247,7 @@ class StepsMixin:
         probes = []
         pr = await self.started_probing(8.0, probes)
         await asyncio.sleep(1.0)
-        errs = dict(self.errors)
+        errs = self.err_mark()
         t0 = time.time()
         snap = {i: x["gen"] for i, x in self.open_sensors().items() if x["opened"] <= t0 - SYNC_DELAY_S}
         young = sum(1 for x in self.open_sensors().values() if x["opened"] > t0 - SYNC_DELAY_S)
@@ -242,7 +280,7 @@ class StepsMixin:
                  route_gone_ms=round(1000 * (gone - t0)) if gone else None,
                  first_new_ms=round(1000 * (first - t0)) if first else None,
                  probes=len(after), probes_failed=len(bad), probe_errors=[after[k][2] for k in bad][:3],
-                 client_errors={k: self.errors[k] - errs[k] for k in errs})
+                 client_errors=self.errs_since(errs))
         out(f"== kill d{victim}: {r['established']} connections established > {SYNC_DELAY_S} s: {r['kept']} kept,"
             f" {r['lost']} lost; route withdrawn after {r['route_gone_ms']} ms; new connections all succeed"
             f" from {r['first_new_ms']} ms ({r['probes_failed']} of {r['probes']} probes failed before)")
@@ -253,7 +291,7 @@ class StepsMixin:
             os.unlink(self.pidfile(victim))
         except OSError:
             pass
-        errs = dict(self.errors)
+        errs = self.err_mark()
         tb = time.time()
         self.start_director(victim, hold_ms=JOIN_HOLD_MS)
         back = await self.until(60 + JOIN_HOLD_MS / 1000, lambda: self.route_is(lambda v: victim in v),
@@ -262,7 +300,7 @@ class StepsMixin:
         kept2, lost2 = await self.survivors(snap, back)
         r.update(rejoin_ms=round(1000 * (back - tb)), rejoin_open=len(snap), rejoin_kept=len(kept2),
                  rejoin_lost=len(lost2), rejoin_lost_errors=[self.sensors[i]["err"] for i in lost2][:5],
-                 rejoin_client_errors={k: self.errors[k] - errs[k] for k in errs})
+                 rejoin_client_errors=self.errs_since(errs))
         self.res["kill"] = r
         out(f"== rejoin d{victim}: announced {r['rejoin_ms']} ms after its start; of {len(snap)} open connections"
             f" {len(kept2)} kept, {len(lost2)} lost; client errors {r['rejoin_client_errors']}")
@@ -270,7 +308,7 @@ class StepsMixin:
     # ---- 4. drain
     async def drain(self, i=3):
         i = min(i, self.n)
-        errs = dict(self.errors)
+        errs = self.err_mark()
         self.keepalive_cmd(i, "drain")
         t = time.time()
         gone = await self.until(15, lambda: self.route_is(lambda v: i not in v), "the drained director's route withdrawn")
@@ -290,14 +328,14 @@ class StepsMixin:
                                      probes_failed=sum(1 for p in probes if not p[1]),
                                      probe_errors=[p[2] for p in probes if not p[1]][:3], route=route,
                                      drained_metric=drained, resumed_ms=round(1000 * (time.time() - back)),
-                                     client_errors={k: self.errors[k] - errs[k] for k in errs})
+                                     client_errors=self.errs_since(errs))
         out(f"== drain d{i}: route withdrawn after {r['withdrawn_ms']} ms; {r['kept']}/{r['open']} connections"
             f" kept; new connections it took {r['new_on_drained']}; probes failed {r['probes_failed']}/"
             f"{r['probes']} {r['probe_errors']}; route {r['route']!r}; resumed")
 
     # ---- 5. etcd stopped, then back
     async def etcd_outage(self):
-        errs = dict(self.errors)
+        errs = self.err_mark()
         self.stop_etcd()
         t = time.time()
         await self.until(60, lambda: all(self.metric(i, "keepalive_cluster_source_connected") == 0
@@ -313,7 +351,7 @@ class StepsMixin:
         self.res["etcd"].update(outage_reported_ms=round(1000 * (seen - t)), outage_probes=len(probes),
                                 outage_probes_failed=sum(1 for p in probes if not p[1]), after_outage_converged_ms=ms,
                                 after_outage_each_ms=each,
-                                outage_client_errors={k: self.errors[k] - errs[k] for k in errs})
+                                outage_client_errors=self.errs_since(errs))
         out(f"== etcd stopped: every director reported it after {round(1000 * (seen - t))} ms and kept serving"
             f" ({len(probes) - self.res['etcd']['outage_probes_failed']}/{len(probes)} new connections);"
             f" back: the next change applied everywhere in {ms} ms")

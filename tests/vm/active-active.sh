@@ -15,6 +15,9 @@
 #    connection breaks;
 #  - drain (`keepalive drain`): route withdrawn, connections kept, no new
 #    connection on it, none refused; `keepalive resume` announces again.
+# Client errors fail every step, except web sessions younger than the sync
+# delay when the route changed (their entry had not reached the director
+# their flow moved to: the documented cost of the delay, reported apart).
 source "$(dirname "$0")/../lib.sh"
 in_vm || skip "run through scripts/vm.sh"
 need_root
@@ -45,6 +48,10 @@ def check(cond, what):
         print("[active-active] " + what, file=sys.stderr)
         ok = False
 b, k, d, e = r["balance"], r["kill"], r["drain"], r["etcd"]
+def clean(x):
+    # web sessions younger than the sync delay at a route change may be lost
+    # (the documented cost, counted apart); any other client error fails
+    return x["sensor"] == 0 and x["web"] == 0
 check(b["one"]["samples"] >= 3 and b["many"]["samples"] >= 3, "balance: too few samples %s" % b)
 check(b["ratio"] is not None and b["ratio"] <= 1.10,
       "balance: 3 directors %s vs one %s (ratio %s > 1.10)" % (b["many"]["imbalance"], b["one"]["imbalance"], b["ratio"]))
@@ -55,20 +62,20 @@ check(k["lost"] == 0 and k["kept"] == k["established"],
       "kill: %d of %d established connections lost (%s)" % (k["lost"], k["established"], k["lost_errors"]))
 check(k["first_new_ms"] is not None and k["first_new_ms"] <= 1000,
       "kill: new connections all succeed only after %s ms (%s)" % (k["first_new_ms"], k["probe_errors"]))
-check(k["client_errors"]["sensor"] == 0, "kill: sensor errors %s" % k["client_errors"])
+check(clean(k["client_errors"]), "kill: client errors %s" % k["client_errors"])
 check(k["rejoin_lost"] == 0, "rejoin: %d of %d open connections broke (%s)"
       % (k["rejoin_lost"], k["rejoin_open"], k["rejoin_lost_errors"]))
-check(k["rejoin_client_errors"] == {"sensor": 0, "web": 0}, "rejoin: client errors %s" % k["rejoin_client_errors"])
+check(clean(k["rejoin_client_errors"]), "rejoin: client errors %s" % k["rejoin_client_errors"])
 check(d["lost"] == 0 and d["probes_failed"] == 0 and d["new_on_drained"] == 0,
       "drain: lost %d, probes failed %d, new connections on the drained director %d"
       % (d["lost"], d["probes_failed"], d["new_on_drained"]))
 check(d["drained_metric"] == 1, "drain: keepalive_bgp_drained %s" % d["drained_metric"])
-check(d["client_errors"] == {"sensor": 0, "web": 0}, "drain: client errors %s" % d["client_errors"])
+check(clean(d["client_errors"]), "drain: client errors %s" % d["client_errors"])
 check(e["converged_ms"] <= 2000, "etcd: converged after %d ms (%s)" % (e["converged_ms"], e["each_ms"]))
-check(e["client_errors"] == {"sensor": 0, "web": 0}, "etcd: client errors %s" % e["client_errors"])
+check(clean(e["client_errors"]), "etcd: client errors %s" % e["client_errors"])
 check(e["outage_probes"] > 0 and e["outage_probes_failed"] == 0,
       "etcd outage: %d of %d new connections failed" % (e["outage_probes_failed"], e["outage_probes"]))
-check(e["outage_client_errors"] == {"sensor": 0, "web": 0}, "etcd outage: client errors %s" % e["outage_client_errors"])
+check(clean(e["outage_client_errors"]), "etcd outage: client errors %s" % e["outage_client_errors"])
 sys.exit(0 if ok else 1)
 PY
 log "pass"
