@@ -44,10 +44,10 @@ import time
 import urllib.request
 
 from labkit.aa_net import (CANARY_PORT, ETCD_ADDR, JOIN_HOLD_MS, NS_ETCD, NS_RT, PREFIX, VIP, build,
-                           cluster_file, delete_all, director_conf, ipvs_services, ns_dir, router_conf)
+                           cluster_file, delete_all, director_conf, ipvs_table, ns_dir, router_conf)
 from labkit.aa_steps import StepsMixin
 from labkit.base import (CAP, HOSTS, KEEPALIVE, LAB_LOAD, LAB_SERVE, SENSOR_PERIOD, SENSOR_PORT, VMS, WEB_PORT,
-                         LabError, log, out, write)
+                         LabError, json_lines, log, out, send_json, write)
 from labkit.calibrate import WEB_THINK, web_active_frac
 from netns import enter, netns
 
@@ -234,7 +234,7 @@ class Lab(StepsMixin):
 
     def applied(self, i, canary=False):
         try:
-            s = ipvs_services(self.ka[i].pid)
+            s = {port: len(dests) for port, dests in ipvs_table(self.ka[i].pid).items()}
         except (OSError, AttributeError):
             return False
         want = {SENSOR_PORT: sum(v["service"] == "sensor" for v in VMS),
@@ -245,15 +245,8 @@ class Lab(StepsMixin):
 
     # ---- the servers' statistics and the clients' events
     async def read_srv(self):
-        loop = asyncio.get_running_loop()
-        while True:
-            line = await loop.run_in_executor(None, self.srv.stdout.readline)
-            if not line:
-                return
-            try:
-                self.srv_stats = json.loads(line)
-            except ValueError:
-                pass
+        async for v in json_lines(self.srv):
+            self.srv_stats = v
 
     def start_load(self):
         loop = asyncio.get_running_loop()
@@ -274,11 +267,7 @@ class Lab(StepsMixin):
         threading.Thread(target=reader, daemon=True).start()
 
     def load_cmd(self, cmd):
-        try:
-            self.load.stdin.write(json.dumps(cmd) + "\n")
-            self.load.stdin.flush()
-        except (OSError, ValueError) as e:
-            raise LabError(f"lab-load is gone ({e})")
+        send_json(self.load, "lab-load", cmd)
 
     def on_event(self, ev, now):
         e = ev.get("e")

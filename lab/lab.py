@@ -42,7 +42,8 @@ import threading
 import time
 
 from labkit.base import (FE, GW, HNAMES, HOST_OF, HOSTS, KEEPALIVE, LAB_LOAD, LAB_SERVE, NS_CL, SENSOR_PERIOD,
-                         SENSOR_PORT, VIP, VMS, WEB_PORT, WEIGHT, LabError, log, out, write)
+                         SENSOR_PORT, VIP, VMS, WEB_PORT, WEIGHT, LabError, json_lines, log, out, send_json,
+                         write)
 from labkit.calibrate import CalibrationMixin
 from labkit.failover import FailoverMixin
 from labkit.frontends import fib_has, ipvs_read, ka_config
@@ -166,15 +167,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
 
     # ---- server stats
     async def read_srv(self):
-        loop = asyncio.get_running_loop()
-        while True:
-            line = await loop.run_in_executor(None, self.srv.stdout.readline)
-            if not line:
-                return
-            try:
-                self.srv_stats = json.loads(line)
-            except ValueError:
-                pass
+        async for v in json_lines(self.srv):
+            self.srv_stats = v
 
     # ---- clients
     # ---- clients: lab-load (Rust) runs every sensor and web user; this
@@ -199,20 +193,11 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
                     return
         threading.Thread(target=reader, daemon=True).start()
 
-    @staticmethod
-    def send(proc, name, cmd):
-        """One JSON command line to a helper process's stdin."""
-        try:
-            proc.stdin.write(json.dumps(cmd) + "\n")
-            proc.stdin.flush()
-        except (OSError, ValueError) as e:
-            raise LabError(f"{name} is gone ({e})")
-
     def srv_cmd(self, cmd):
-        self.send(self.srv, "lab-serve", cmd)
+        send_json(self.srv, "lab-serve", cmd)
 
     def load_cmd(self, cmd):
-        self.send(self.load, "lab-load", cmd)
+        send_json(self.load, "lab-load", cmd)
 
     def apply(self, ev):
         ph, e = self.phase, ev.get("e")

@@ -216,27 +216,9 @@ def cluster_file(canary=False):
     return "\n".join(y) + "\n"
 
 
-def ipvs_services(pid):
-    """{port: number of real servers} of the VIP's services in PID's namespace."""
-    want = "%08X" % int.from_bytes(bytes(map(int, VIP.split("."))), "big")
-    res, port = {}, None
-    with open(f"/proc/{pid}/net/ip_vs") as f:
-        for line in f.read().splitlines()[3:]:
-            p = line.split()
-            if not p:
-                continue
-            if p[0] in ("TCP", "UDP", "SCTP"):
-                a, pt = p[1].split(":")
-                port = int(pt, 16) if a == want else None
-                if port is not None:
-                    res[port] = 0
-            elif p[0] == "->" and port is not None:
-                res[port] += 1
-    return res
-
-
-def ipvs_active(pid):
-    """{(port, real server): (active, inactive)} of the VIP's services in PID's namespace."""
+def ipvs_table(pid):
+    """{port: {real server: (active, inactive)}} of the VIP's services in
+    PID's namespace (a service without real servers maps to {})."""
     want = "%08X" % int.from_bytes(bytes(map(int, VIP.split("."))), "big")
     res, port = {}, None
     with open(f"/proc/{pid}/net/ip_vs") as f:
@@ -245,8 +227,10 @@ def ipvs_active(pid):
             if p and p[0] in ("TCP", "UDP", "SCTP"):
                 a, pt = p[1].split(":")
                 port = int(pt, 16) if a == want else None
+                if port is not None:
+                    res[port] = {}
             elif p and p[0] == "->" and port is not None:
-                res[(port, p[1])] = (int(p[4]), int(p[5]))
+                res[port][p[1]] = (int(p[4]), int(p[5]))
     return res
 
 

@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 from netns import netns
-from .aa_net import CANARY_PORT, JOIN_HOLD_MS, VIP, ipvs_active, ipvs_conns_scheduled, ns_dir, ports, rebuild_director
+from .aa_net import CANARY_PORT, JOIN_HOLD_MS, VIP, ipvs_conns_scheduled, ipvs_table, ns_dir, ports, rebuild_director
 from .base import HNAMES, KEEPALIVE, SENSOR_PERIOD, WEB_PORT, WEIGHT, LabError, out
 from .stats import imbalance, mean
 
@@ -178,7 +178,7 @@ class StepsMixin:
         # Synced connections count in the receiving director's destination
         # counters: each director's sum of active connections against the
         # servers' own count of open connections.
-        active = {f"d{i}": sum(a for a, _ in ipvs_active(p.pid).values())
+        active = {f"d{i}": sum(a for dests in ipvs_table(p.pid).values() for a, _ in dests.values())
                   for i, p in self.ka.items() if p.poll() is None}
         r = dict(imbalance=round(mean(ims), 3) if ims else None, samples=len(ims),
                  active_per_director=active,

@@ -1,5 +1,7 @@
 """Constants of the reference cluster, paths, and the small helpers every part
 of the lab uses (logging, running a command, writing a /proc or /sys file)."""
+import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -70,6 +72,29 @@ def run(cmd, timeout=60, input=None):
     if r.returncode != 0:
         raise LabError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[:500]}")
     return r.stdout
+
+
+def send_json(proc, name, cmd):
+    """One JSON command line to a helper process's stdin."""
+    try:
+        proc.stdin.write(json.dumps(cmd) + "\n")
+        proc.stdin.flush()
+    except (OSError, ValueError) as e:
+        raise LabError(f"{name} is gone ({e})")
+
+
+async def json_lines(proc):
+    """The JSON values a helper process prints, one a line, until it ends
+    (read in a thread: its stdout is a blocking pipe)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        line = await loop.run_in_executor(None, proc.stdout.readline)
+        if not line:
+            return
+        try:
+            yield json.loads(line)
+        except ValueError:
+            pass
 
 
 def write(path, value):
