@@ -13,7 +13,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 N="${1:-10000}"
 if [ "${VMWLCH_IN_VM:-0}" != 1 ]; then
-    # The benchmark kernel (no KASAN/lockdep): the debug kernel's
+    # The benchmark kernel (no KASAN/lockdep/kCFI): the debug kernel's
     # instrumentation would add the same large kernel time to both tools.
     export VMWLCH_KERNEL_VARIANT="${VMWLCH_KERNEL_VARIANT:-bench}"
     [ "${SKIP_SETUP:-0}" = 1 ] || "$REPO/scripts/setup.sh" --no-cargo --bench-kernel >&2

@@ -15,7 +15,7 @@
 #
 #   scripts/bench-restore.sh [N...]        (runs itself inside the VM)
 #
-# The benchmark kernel (no KASAN/lockdep) is used when it has been built
+# The benchmark kernel (no KASAN/lockdep/kCFI) is used when it has been built
 # (scripts/setup.sh --bench-kernel); otherwise the test kernel, whose
 # instrumentation adds the same kernel time to both schedulers.
 set -euo pipefail

@@ -31,6 +31,11 @@ run() { # title command...
 }
 
 run "Scheduling cost: vmwlch vs wlc per decision (in-kernel under emulation; natively in user space)" "$REPO/scripts/bench-sched.sh"
+# The module before its production rework (issue 15: O(change) snapshot updates,
+# kCFI-correct FFI, two 4-byte counter loads), built for the same kernel and
+# timed in the same boot: what the rework cost each decision.
+BASE="${BENCH_BASE:-dd353ba}"
+run "Scheduling cost against the module of commit $BASE (in-kernel, the same kernel and boot)" "$REPO/scripts/bench-sched.sh" --against "$BASE"
 run "Connection throughput through IPVS per scheduler" "$REPO/scripts/bench-conn.sh"
 run "ipvsctl vs ipvsadm: 10,000 services x 4 real servers" "$REPO/scripts/bench-ipvsctl.sh"
 run "Failover: keepalive vs keepalived" "$REPO/scripts/bench-failover.sh"
@@ -46,7 +51,7 @@ run "Failover: keepalive vs keepalived" "$REPO/scripts/bench-failover.sh"
     echo "|---|---|"
     echo "| machine | $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) |"
     echo "| host kernel | $(uname -r) |"
-    echo "| VM kernel | Debian linux-source $(kernel_src_version), benchmark variant (no KASAN/lockdep), qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') |"
+    echo "| VM kernel | Debian linux-source $(kernel_src_version), benchmark variant (no KASAN/lockdep/kCFI), qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') |"
     echo "| KVM | $(cat "$(VMWLCH_KERNEL_VARIANT=bench bash -c "source '$REPO/scripts/common.sh'; kernel_build_dir")/.kvm-probe" 2>/dev/null || echo unknown) (else software emulation) |"
     echo "| rustc | $(rustc --version), kernel: $(/usr/bin/rustc --version) |"
     echo "| ipvsadm / keepalived | $(ipvsadm -v 2>/dev/null | head -1) / $(keepalived -v 2>&1 | head -1) |"

@@ -4,7 +4,7 @@
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${VMWLCH_CACHE:-/var/cache/vmwlch}"
 KFRAG="$REPO/kernel/vmwlch-test.config"
-# VMWLCH_KERNEL_VARIANT=bench selects the benchmark kernel (no KASAN/lockdep),
+# VMWLCH_KERNEL_VARIANT=bench selects the benchmark kernel (no KASAN/lockdep/kCFI),
 # built by scripts/setup.sh --bench-kernel.
 KVARIANT="${VMWLCH_KERNEL_VARIANT:-test}"
 KFRAGS=("$KFRAG")
@@ -48,16 +48,15 @@ die() { printf '\033[31m[%s] error:\033[0m %s\n' "$(basename "$0")" "$*" >&2; ex
 
 # Build the module (optionally with extra make variables) against the kernel of
 # the current variant, in a private copy under the cache; prints the .ko path.
-build_module_copy() { # name [VAR=value...]
-    local dir="$CACHE/module-$1-$KVARIANT"; shift
+build_module_copy() { # name [VAR=value...]; MODSRC: another copy of ipvs-sched-vmwlch
+    local dir="$CACHE/module-$1-$KVARIANT" M="${MODSRC:-$REPO/ipvs-sched-vmwlch}"; shift
     rm -rf "$dir"; mkdir -p "$dir"
     # Sources only: objects and the generated src/layout.rs belong to the
     # kernel they were built for.
-    cp -r "$REPO/ipvs-sched-vmwlch/Kbuild" "$REPO/ipvs-sched-vmwlch/Makefile" \
-        "$REPO/ipvs-sched-vmwlch/include" "$dir/"
+    cp -r "$M/Kbuild" "$M/Makefile" "$M/include" "$dir/"
     mkdir "$dir/src"
-    find "$REPO/ipvs-sched-vmwlch/src" -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' -o -name '*.rs' \) \
+    find "$M/src" -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' -o -name '*.rs' \) \
         ! -name layout.rs -exec cp {} "$dir/src/" \;
-    make -s -C "$dir" KDIR="$(kernel_build_dir)" BINDGEN="$TOOLS/bin/bindgen" "$@" >&2
+    make -s -C "$dir" KDIR="$(kernel_build_dir)" BINDGEN="$TOOLS/bin/bindgen" "$@" >&2 || return 1
     echo "$dir/ip_vs_vmwlch.ko"
 }

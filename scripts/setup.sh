@@ -7,7 +7,7 @@
 #
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-cargo skip the user-space release build
-#   scripts/setup.sh --bench-kernel  also build the benchmark kernel (no KASAN/lockdep)
+#   scripts/setup.sh --bench-kernel  also build the benchmark kernel (no KASAN/lockdep/kCFI)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 

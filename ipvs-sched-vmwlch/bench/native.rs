@@ -15,6 +15,7 @@ mod select;
 
 use select::{Cluster, Live, Scope, Span, View};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
 
 extern "C" {
@@ -26,28 +27,32 @@ extern "C" {
     static bench_off_inact: usize;
 }
 
+/// Offsets in wlc.c's `struct dest`, which has the layout of 6.12's
+/// `struct ip_vs_dest` at these fields (checked against wlc.c at start):
+/// constants, as the module's generated offsets are.
+const OFF_WEIGHT: usize = 60;
+const OFF_ACTIVE: usize = 432;
+const OFF_FLAGS: usize = 52;
+
 /// The module's snapshot, reduced to what a decision reads: per service a
 /// view found by binary search, the spans, members and destination table.
-struct Snapshot {
+/// `PAIRED`: the counters read by one 8-byte load (the module's former way).
+struct Snapshot<const PAIRED: bool> {
     views: Vec<(usize, (usize, usize))>,
     spans: Vec<Span>,
     members: Vec<u32>,
     dests: Vec<*mut u8>,
-    off: [usize; 3],
 }
 
-impl Snapshot {
-    /// A 4-byte field of a destination.
-    fn field(&self, d: *mut u8, off: usize) -> i32 {
-        // SAFETY: d is a live destination and off the offset of one of its
-        // aligned 4-byte fields (bench_off_*); a relaxed atomic load, as the
-        // module reads them (atomic_read()).
-        unsafe { &*d.add(off).cast::<std::sync::atomic::AtomicI32>() }
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
+/// A 4-byte field of a destination: a relaxed atomic load, as the module
+/// reads them (atomic_read()).
+fn field(d: *mut u8, off: usize) -> i32 {
+    // SAFETY: d is a live destination and off the offset of one of its
+    // aligned 4-byte fields.
+    unsafe { &*d.add(off).cast::<AtomicI32>() }.load(Ordering::Relaxed)
 }
 
-impl Cluster for Snapshot {
+impl<const PAIRED: bool> Cluster for Snapshot<PAIRED> {
     #[inline(always)]
     fn view(&self, service: usize) -> View<'_> {
         match self.views.binary_search_by_key(&service, |v| v.0) {
@@ -73,8 +78,13 @@ impl Cluster for Snapshot {
         let Some(&d) = self.dests.get(dest) else {
             return (0, 0);
         };
-        // Two relaxed 4-byte atomic loads, as the module does (atomic_read()).
-        (self.field(d, self.off[1]), self.field(d, self.off[1] + 4))
+        if PAIRED {
+            // SAFETY: the two counters are one aligned 8-byte word of a
+            // live destination (wlc.c's layout). Single-threaded here.
+            let x = unsafe { d.add(OFF_ACTIVE).cast::<u64>().read_volatile() };
+            return (x as i32, (x >> 32) as i32);
+        }
+        (field(d, OFF_ACTIVE), field(d, OFF_ACTIVE + 4))
     }
 
     #[inline(always)]
@@ -89,10 +99,10 @@ impl Cluster for Snapshot {
         };
         let (activeconns, inactconns) = self.counts(dest);
         Live {
-            weight: self.field(d, self.off[0]),
+            weight: field(d, OFF_WEIGHT),
             activeconns,
             inactconns,
-            overloaded: self.field(d, self.off[2]) as u32 & 2 != 0,
+            overloaded: field(d, OFF_FLAGS) as u32 & 2 != 0,
         }
     }
 }
@@ -107,7 +117,7 @@ fn mix(mut z: u64) -> u64 {
 /// One `vmwlch` decision, with the module's tie-breaking random source
 /// (snapshot.rs's TieRandom: the two halves of the mixed seed, then SplitMix64).
 #[inline(never)]
-fn vmwlch(s: &Snapshot, service: usize, seed: u64) -> *mut u8 {
+fn vmwlch<const PAIRED: bool>(s: &Snapshot<PAIRED>, service: usize, seed: u64) -> *mut u8 {
     let mut state = 0u64;
     let mut spare: Option<u32> = None;
     let mut rng = || {
@@ -130,39 +140,50 @@ fn vmwlch(s: &Snapshot, service: usize, seed: u64) -> *mut u8 {
         .unwrap_or(std::ptr::null_mut())
 }
 
-/// Nanoseconds per decision of each kind: rounds in the order wlc, vmwlch,
-/// vmwlch, wlc after an untimed warm-up of each.
-fn measure(s: &Snapshot, svc: *mut u8, iters: u32) -> (f64, f64) {
+/// Nanoseconds per decision of each kind (wlc, vmwlch, vmwlch with the
+/// paired load): rounds in the order 0 1 2 2 1 0 after an untimed warm-up
+/// of each, so that drift affects all alike.
+fn measure(s: &Snapshot<false>, p: &Snapshot<true>, svc: *mut u8, iters: u32) -> [f64; 3] {
     let service = svc as usize;
     let mut seed = 0x1234_5678u64;
-    let mut t = [0f64; 2];
-    for (round, kind) in [0usize, 1, 0, 1, 1, 0].into_iter().enumerate() {
+    let mut t = [0f64; 3];
+    for (round, kind) in [0usize, 1, 2, 0, 1, 2, 2, 1, 0].into_iter().enumerate() {
         let t0 = Instant::now();
         for _ in 0..iters {
-            let r = if kind == 0 {
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let r = match kind {
                 // SAFETY: svc is the service bench_service built.
-                unsafe { bench_wlc(black_box(svc)) }
-            } else {
-                seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                vmwlch(black_box(s), black_box(service), seed)
+                0 => unsafe { bench_wlc(black_box(svc)) },
+                1 => vmwlch(black_box(s), black_box(service), seed),
+                _ => vmwlch(black_box(p), black_box(service), seed),
             };
             black_box(r);
         }
-        if round >= 2 {
+        if round >= 3 {
             t[kind] += t0.elapsed().as_nanos() as f64;
         }
     }
-    (t[0] / f64::from(2 * iters), t[1] / f64::from(2 * iters))
+    t.map(|x| x / f64::from(2 * iters))
 }
 
 fn main() {
     // SAFETY: plain constants of wlc.c.
-    let off = unsafe { [bench_off_weight, bench_off_active, bench_off_flags] };
-    // SAFETY: as above.
-    assert!(unsafe { bench_off_inact } == off[1] + 4 && off[1] % 4 == 0);
+    let off = unsafe {
+        [
+            bench_off_weight,
+            bench_off_active,
+            bench_off_flags,
+            bench_off_inact,
+        ]
+    };
+    assert_eq!(
+        off,
+        [OFF_WEIGHT, OFF_ACTIVE, OFF_FLAGS, OFF_ACTIVE + 4],
+        "wlc.c's layout no longer matches the offsets here"
+    );
     println!(
-        "{:>6} {:>6} {:<18} {:>9} {:>9} {:>6}",
-        "dests", "hosts", "load", "vmwlch", "wlc", "ratio"
+        "{:>6} {:>6} {:<18} {:>9} {:>9} {:>6}   {:>9} {:>6}",
+        "dests", "hosts", "load", "vmwlch", "wlc", "ratio", "8B-load", "ratio"
     );
     for (n, per, conns, iters) in [
         (20usize, 4usize, 200usize, 2_000_000u32),
@@ -173,7 +194,7 @@ fn main() {
         let svc = unsafe { bench_service(n as i32, dests.as_mut_ptr()) };
         assert!(!svc.is_null() && dests.iter().all(|d| !d.is_null()));
         let hosts = n / per;
-        let spans = (0..hosts)
+        let spans: Vec<Span> = (0..hosts)
             .map(|h| {
                 let (a, b) = ((h * per) as u32, ((h + 1) * per) as u32);
                 Span {
@@ -185,12 +206,17 @@ fn main() {
                 }
             })
             .collect();
-        let s = Snapshot {
+        let s = Snapshot::<false> {
             views: vec![(svc as usize, (0, hosts))],
-            spans,
+            spans: spans.clone(),
             members: (0..n as u32).collect(),
             dests: dests.clone(),
-            off,
+        };
+        let p = Snapshot::<true> {
+            views: s.views.clone(),
+            spans,
+            members: s.members.clone(),
+            dests: dests.clone(),
         };
         for (label, total) in [
             ("idle (all tied)".to_string(), 0),
@@ -199,13 +225,14 @@ fn main() {
             // Connections spread evenly, as a balancing scheduler leaves them.
             for (i, &d) in dests.iter().enumerate() {
                 let c = total / n + usize::from(i < total % n);
-                // SAFETY: off[1] is activeconns of a live destination.
-                unsafe { d.add(off[1]).cast::<i32>().write_volatile(c as i32) };
+                // SAFETY: OFF_ACTIVE is activeconns of a live destination.
+                unsafe { d.add(OFF_ACTIVE).cast::<i32>().write_volatile(c as i32) };
             }
-            let (w, v) = measure(&s, svc, iters);
+            let [w, v, vp] = measure(&s, &p, svc, iters);
             println!(
-                "{n:>6} {hosts:>6} {label:<18} {v:>6.1} ns {w:>6.1} ns {:>6.2}",
-                v / w
+                "{n:>6} {hosts:>6} {label:<18} {v:>6.1} ns {w:>6.1} ns {:>6.2}   {vp:>6.1} ns {:>6.2}",
+                v / w,
+                vp / w
             );
         }
     }

@@ -40,10 +40,15 @@
 //!
 //! The hot loops are written for the cost of emulation as much as for real
 //! CPUs (the benchmarks run under QEMU's TCG): ties are collected as bits in
-//! a register rather than drawn one by one, and there is no branch per
-//! destination in the first pass.
+//! a register rather than drawn one by one (`ties.rs`), and the first pass
+//! has no data-dependent branch per destination.
 
 use core::cmp::Ordering;
+
+#[path = "ties.rs"]
+mod ties;
+
+use ties::Least;
 
 /// Which load the host stage minimises.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -226,6 +231,11 @@ fn cross(n1: u64, d1: u64, n2: u64, d2: u64) -> ((u64, u64), (u64, u64)) {
 #[must_use]
 #[inline(always)]
 pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
+    // All four below 2^32 (the usual case): the 64-bit products are exact
+    // and one compare decides.
+    if (n1 | d1 | n2 | d2) >> 32 == 0 {
+        return n1.wrapping_mul(d2).cmp(&n2.wrapping_mul(d1));
+    }
     let (a, b) = cross(n1, d1, n2, d2);
     a.cmp(&b)
 }
@@ -299,8 +309,23 @@ fn span_load<const AGGREGATE: bool, C: Cluster>(c: &C, v: &View<'_>, sp: &Span) 
     // Each term is an i32 and there are fewer than 2^32 of them: no i64 wraps.
     let (mut active, mut inactive) = (0i64, 0i64);
     if AGGREGATE {
-        let (start, end) = clamp(sp.start, sp.end, c.dest_count());
-        for d in start..end {
+        // A range beyond the table is cut at its end; an inverted one is empty.
+        let end = (sp.end as usize).min(c.dest_count());
+        let mut d = sp.start as usize;
+        // Two destinations per step: half the loop's own instructions
+        // (what emulation weighs). `d < end` bounds both sums below usize::MAX.
+        while d.wrapping_add(1) < end {
+            let (a0, i0) = c.counts(d);
+            let (a1, i1) = c.counts(d.wrapping_add(1));
+            active = active
+                .wrapping_add(i64::from(a0))
+                .wrapping_add(i64::from(a1));
+            inactive = inactive
+                .wrapping_add(i64::from(i0))
+                .wrapping_add(i64::from(i1));
+            d = d.wrapping_add(2);
+        }
+        if d < end {
             let (a, i) = c.counts(d);
             active = active.wrapping_add(i64::from(a));
             inactive = inactive.wrapping_add(i64::from(i));
@@ -316,100 +341,6 @@ fn span_load<const AGGREGATE: bool, C: Cluster>(c: &C, v: &View<'_>, sp: &Span) 
         }
     }
     load(active, inactive)
-}
-
-/// `floor(r * k / 2^32)`: uniform on `[0, k)` up to a bias of `2^-32`.
-#[inline(always)]
-fn uniform(r: u32, k: u32) -> u32 {
-    // r < 2^32 and k < 2^32: the product does not overflow.
-    (u64::from(r).wrapping_mul(u64::from(k)) >> 32) as u32
-}
-
-/// The least ratio seen so far and the candidates that have it, by their
-/// position in the scan. Ties are shared evenly: positions below 64 are
-/// kept as bits and the winner is drawn among all tied candidates at the
-/// end, with one random number; positions from 64 on (rare) are sampled as
-/// they come (reservoir sampling, one random number each), and stand for
-/// their share in the final draw.
-#[derive(Clone, Copy)]
-struct Least {
-    /// Numerator of the least ratio.
-    load: u64,
-    /// Denominator of the least ratio; 0 until a candidate is offered.
-    weight: u64,
-    /// Tied positions below 64.
-    bits: u64,
-    /// Number of tied positions (all of them).
-    n: u32,
-    /// Number of tied positions from 64 on.
-    over: u32,
-    /// The one of those that reservoir sampling keeps.
-    kept: usize,
-}
-
-impl Least {
-    /// No candidate yet (an infinite ratio).
-    const NONE: Least = Least {
-        load: 1,
-        weight: 0,
-        bits: 0,
-        n: 0,
-        over: 0,
-        kept: 0,
-    };
-
-    /// Offers the candidate at position `pos` of ratio `load / weight`
-    /// (`weight` positive); `bit` is `1 << pos`, or 0 from position 64 on
-    /// (the scan shifts it along: a shift by a variable is slow to emulate).
-    #[inline(always)]
-    fn offer<R: FnMut() -> u32>(
-        &mut self,
-        load: u64,
-        weight: u64,
-        pos: usize,
-        bit: u64,
-        rng: &mut R,
-    ) {
-        // Against NONE: load * 0 < 1 * weight, always.
-        let (c, b) = cross(load, weight, self.load, self.weight);
-        if c < b {
-            self.load = load;
-            self.weight = weight;
-            self.bits = 0;
-            self.n = 0;
-            self.over = 0;
-        } else if c != b {
-            return;
-        }
-        self.n = self.n.saturating_add(1);
-        if bit != 0 {
-            self.bits |= bit;
-        } else {
-            self.over = self.over.saturating_add(1);
-            if uniform(rng(), self.over) == 0 {
-                self.kept = pos;
-            }
-        }
-    }
-
-    /// The position of the chosen candidate, if any was offered.
-    #[inline(always)]
-    fn winner<R: FnMut() -> u32>(&self, rng: &mut R) -> Option<usize> {
-        if self.weight == 0 {
-            return None;
-        }
-        let n = self.n;
-        let j = if n > 1 { uniform(rng(), n) } else { 0 };
-        if j >= n.wrapping_sub(self.over) {
-            return Some(self.kept);
-        }
-        // The j-th set bit: clear the j lowest ones.
-        let mut bits = self.bits;
-        for _ in 0..j {
-            bits &= bits.wrapping_sub(1);
-        }
-        Some(bits.trailing_zeros() as usize)
-    }
 }
 
 /// A destination's overhead and weight, if it is eligible (positive weight,
@@ -430,8 +361,15 @@ fn least_vm<C: Cluster, R: FnMut() -> u32>(c: &C, members: &[u32], rng: &mut R) 
     for (k, &d) in members.iter().enumerate() {
         let d = d as usize;
         if d < count {
-            if let Some((load, weight)) = eligible(&c.live(d)) {
-                vm.offer(load, weight, k, bit, rng);
+            let l = c.live(d);
+            if l.weight > 0 && !l.overloaded {
+                vm.offer(
+                    overhead(&l),
+                    u64::from(l.weight.unsigned_abs()),
+                    k,
+                    bit,
+                    rng,
+                );
             }
         }
         bit <<= 1;

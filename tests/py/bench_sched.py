@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """In-kernel cost of one scheduling decision, vmwlch against wlc, measured side
 by side by the benchmark build of the module (debugfs vmwlch_bench) on the same
-service and destinations. Run inside the test VM by scripts/bench-sched.sh."""
+service and destinations. Run inside the test VM by scripts/bench-sched.sh.
+
+With `--modules A.ko B.ko` (scripts/bench-sched.sh --against REV) the same
+scenarios run under two builds of the module in one boot, alternating, and
+their vmwlch/wlc ratios are printed side by side."""
 import os
+import statistics
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from ipvslab import Lab  # noqa: E402
@@ -45,10 +51,14 @@ def scenario(n_dests, per_host, conns, iters, rows):
     lab.close()
 
 
-def main():
+def run_all():
     rows = []
     scenario(20, 4, 200, 200000, rows)
     scenario(1000, 20, 1200, 5000, rows)
+    return rows
+
+
+def print_table(rows):
     print("selection: vmwlch's selection called directly against wlc's loop inlined in the timing loop")
     print("schedule(): each scheduler's schedule() called through a pointer, as IPVS calls it")
     print(f"{'dests':>6} {'hosts':>6} {'load':<18} {'selection: vmwlch':>17} {'wlc':>6} {'ratio':>6}"
@@ -61,6 +71,53 @@ def main():
         a, b = by[(20, idle)], by[(1000, idle)]
         print(f"growth 20 -> 1000 destinations ({'idle' if idle else 'loaded'}, x50 destinations): "
               f"vmwlch x{b[3] / max(a[3], 1):.1f}, wlc x{b[4] / max(a[4], 1):.1f}")
+
+
+def swap_module(ko):
+    """Loads `ko` as ip_vs_vmwlch in place of whichever is loaded; a module
+    whose services are still going away (namespaces are freed
+    asynchronously) is retried for a while."""
+    deadline = time.monotonic() + 60
+    while subprocess.run(["rmmod", "ip_vs_vmwlch"], capture_output=True).returncode != 0:
+        if not os.path.exists("/sys/module/ip_vs_vmwlch"):
+            break
+        if time.monotonic() > deadline:
+            sys.exit("bench_sched: ip_vs_vmwlch stays in use, cannot swap modules")
+        time.sleep(0.5)
+    subprocess.run(["insmod", ko], check=True)
+
+
+def ab(kos, rounds=3):
+    """Each module's rows, rounds alternating between the modules (A B A B)
+    in one boot, then the vmwlch/wlc ratios side by side. The ratio of each
+    round is taken against that round's own wlc, so drift between rounds
+    affects both modules alike; the median round counts."""
+    ratios = {ko: [] for ko in kos}
+    for _ in range(rounds):
+        for ko in kos:
+            swap_module(ko)
+            rows = run_all()
+            ratios[ko].append([(r[3] / max(r[4], 1), r[5] / max(r[6], 1)) for r in rows])
+            keys = [(r[0], r[1], r[2]) for r in rows]
+    a, b = kos
+    print(f"A = {os.path.basename(os.path.dirname(a))}, B = {os.path.basename(os.path.dirname(b))};"
+          f" vmwlch/wlc per decision, median of {rounds} rounds each, alternating A B")
+    print(f"{'dests':>6} {'hosts':>6} {'load':<18} {'selection: A':>12} {'B':>6} {'B/A':>6}"
+          f"  {'schedule(): A':>13} {'B':>6} {'B/A':>6}")
+    for i, (d, hs, load) in enumerate(keys):
+        sa = statistics.median(x[i][0] for x in ratios[a])
+        sb = statistics.median(x[i][0] for x in ratios[b])
+        ca = statistics.median(x[i][1] for x in ratios[a])
+        cb = statistics.median(x[i][1] for x in ratios[b])
+        print(f"{d:>6} {hs:>6} {load:<18} {sa:>12.2f} {sb:>6.2f} {sb / sa:>6.2f}"
+              f"  {ca:>13.2f} {cb:>6.2f} {cb / ca:>6.2f}")
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--modules":
+        ab(sys.argv[2:])
+    else:
+        print_table(run_all())
 
 
 if __name__ == "__main__":
