@@ -35,7 +35,10 @@ run "Scheduling cost: vmwlch vs wlc per decision (in-kernel under emulation; nat
 # kCFI-correct FFI, two 4-byte counter loads), built for the same kernel and
 # timed in the same boot: what the rework cost each decision.
 BASE="${BENCH_BASE:-dd353ba}"
-run "Scheduling cost against the module of commit $BASE (in-kernel, the same kernel and boot)" "$REPO/scripts/bench-sched.sh" --against "$BASE"
+# Without the 10,000-service row: dd353ba's module overflows the kernel
+# stack sorting that many services (fixed in b95b079).
+run "Scheduling cost against the module of commit $BASE (in-kernel, the same kernel and boot)" \
+    env BENCH_OTHER_SERVICES=0 "$REPO/scripts/bench-sched.sh" --against "$BASE"
 run "Connection throughput through IPVS per scheduler" "$REPO/scripts/bench-conn.sh"
 run "ipvsctl vs ipvsadm: 10,000 services x 4 real servers" "$REPO/scripts/bench-ipvsctl.sh"
 run "Failover: keepalive vs keepalived" "$REPO/scripts/bench-failover.sh"

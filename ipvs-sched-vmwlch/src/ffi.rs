@@ -7,7 +7,7 @@
 //! Rust only keeps their addresses and reads them through the C accessors
 //! (or, in the scheduling loop, at the offsets generated from src/layout.c).
 
-use core::sync::atomic::{AtomicI32, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use kernel::bindings;
 
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -246,36 +246,47 @@ pub(crate) unsafe fn svc_walk_rcu<F: FnMut(*mut ip_vs_dest) -> Result<(), c_int>
     }
 }
 
-/// The slot a service was given (its `sched_data`, the scheduler's own
-/// word; 0: none).
+/// A service's `sched_data`, the scheduler's own word, as an atomic:
+/// writers set it under `vmwlch_net.lock` while `schedule()` may read it.
 ///
 /// # Safety
 ///
-/// `svc` is live and bound to one of our schedulers, under `vmwlch_net.lock`.
-pub(crate) unsafe fn svc_slot(svc: *const ip_vs_service) -> usize {
-    // SAFETY: per the caller's contract `sched_data` is ours, written only
-    // under the same lock; the offset is that of a pointer-sized field.
+/// `svc` is live.
+unsafe fn sched_data<'a>(svc: *const ip_vs_service) -> &'a AtomicUsize {
+    // SAFETY: `svc` is live (caller's contract) and `SVC_SCHED_DATA` the
+    // offset of an aligned pointer-sized field, which the IPVS core leaves
+    // to the scheduler; only this module accesses it, always atomically.
     unsafe {
-        svc.cast::<u8>()
+        &*svc
+            .cast::<u8>()
             .add(layout::SVC_SCHED_DATA)
-            .cast::<usize>()
-            .read()
+            .cast::<AtomicUsize>()
     }
+}
+
+/// The slot a service was given (its `sched_data`; 0: none).
+///
+/// # Safety
+///
+/// `svc` is live and bound to one of our schedulers (or being bound or
+/// unbound): under `vmwlch_net.lock`, or under `rcu_read_lock()` from
+/// `schedule()`, where the value may be a moment old and the caller checks
+/// what it leads to.
+#[inline(always)]
+pub(crate) unsafe fn svc_slot(svc: *const ip_vs_service) -> usize {
+    // SAFETY: per the caller's contract.
+    unsafe { sched_data(svc) }.load(Ordering::Relaxed)
 }
 
 /// Records a service's slot in its `sched_data`.
 ///
 /// # Safety
 ///
-/// As for [`svc_slot`].
+/// `svc` is live and bound to one of our schedulers (or being bound or
+/// unbound), under `vmwlch_net.lock`.
 pub(crate) unsafe fn svc_set_slot(svc: *mut ip_vs_service, slot: usize) {
-    // SAFETY: as in `svc_slot`.
-    unsafe {
-        svc.cast::<u8>()
-            .add(layout::SVC_SCHED_DATA)
-            .cast::<usize>()
-            .write(slot)
-    }
+    // SAFETY: per the caller's contract.
+    unsafe { sched_data(svc) }.store(slot, Ordering::Relaxed)
 }
 
 /// Queues the namespace's rebuild work in `delay` jiffies (no-op if queued).

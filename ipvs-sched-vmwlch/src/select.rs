@@ -431,8 +431,12 @@ enum Fast {
 
 /// The two passes, the first without looking at the eligibility of mapped
 /// hosts' destinations (`AGGREGATE` is `scope == Scope::Aggregate`).
+///
+/// Out of line: each scope's copy is a function of its own, so that the
+/// callers stay small (and, in the benchmark build, every hot loop lies in
+/// one page: see `scripts/bench-sched.sh`).
 #[must_use]
-#[inline(always)]
+#[inline(never)]
 fn fast_scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
     c: &C,
     v: &View<'_>,

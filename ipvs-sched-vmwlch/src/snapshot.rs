@@ -90,7 +90,18 @@ pub(crate) struct Snapshot {
     members: KVVec<u32>,
     /// Sorted by `svc`.
     views: KVVec<SvcView>,
+    /// Per service slot (`sched_data - 1`, see `state.rs`): the index of its
+    /// view, or [`NO_VIEW`]. A decision finds its view in O(1), not by a
+    /// search over every service.
+    by_slot: KVVec<u32>,
 }
+
+/// A slot without a view in [`Snapshot::by_slot`].
+const NO_VIEW: u32 = u32::MAX;
+
+/// Up to this many views a decision finds its own by binary search (at
+/// most 3 steps); beyond, through its slot.
+const SEARCH_MAX: usize = 8;
 
 /// `table[start..end]`, or empty if the range is not within it.
 fn sub<T>(table: &[T], r: (u32, u32)) -> &[T] {
@@ -102,16 +113,31 @@ fn sub<T>(table: &[T], r: (u32, u32)) -> &[T] {
 impl Cluster for Snapshot {
     #[inline(always)]
     fn view(&self, service: usize) -> View<'_> {
-        match self.views.binary_search_by_key(&service, |v| v.svc) {
-            Ok(i) => match self.views.get(i) {
-                Some(v) => View {
-                    spans: sub(&self.spans, v.spans),
-                    members: sub(&self.members, v.members),
-                    solo: sub(&self.members, v.solo),
-                },
-                None => View::EMPTY,
+        let found = if self.views.len() > SEARCH_MAX {
+            // SAFETY: `service` is the live service `schedule()` was called
+            // for (or the benchmark's, under the namespace's lock).
+            let slot = unsafe { ffi::svc_slot(service as *const ffi::ip_vs_service) };
+            slot.checked_sub(1)
+                .and_then(|i| self.by_slot.get(i))
+                .and_then(|&i| self.views.get(i as usize))
+                .filter(|v| v.svc == service)
+        } else {
+            None
+        };
+        // Few services: a search is as cheap as the slot. Otherwise the slot
+        // leads to the view whenever this snapshot is current; the search is
+        // for safety's sake, should that ever not hold.
+        let found = found.or_else(|| {
+            let i = self.views.binary_search_by_key(&service, |v| v.svc).ok()?;
+            self.views.get(i)
+        });
+        match found {
+            Some(v) => View {
+                spans: sub(&self.spans, v.spans),
+                members: sub(&self.members, v.members),
+                solo: sub(&self.members, v.solo),
             },
-            Err(_) => View::EMPTY,
+            None => View::EMPTY,
         }
     }
 
@@ -351,6 +377,19 @@ fn views(inner: &Inner, segs: &[Seg]) -> Result<Views, AllocError> {
     })
 }
 
+/// [`Snapshot::by_slot`]: O(S log S) for S service slots.
+fn by_slot(inner: &Inner, views: &[SvcView]) -> Result<KVVec<u32>, AllocError> {
+    let keys = inner.slot_keys();
+    let mut t = KVVec::with_capacity(keys.len(), nowarn())?;
+    for key in keys {
+        let i = key
+            .and_then(|k| views.binary_search_by_key(&k, |v| v.svc).ok())
+            .map_or(NO_VIEW, |i| i as u32);
+        t.push(i, nowarn())?;
+    }
+    Ok(t)
+}
+
 /// Builds the snapshot of `inner`'s current state, for generation `gen`.
 /// O(D log D) for D tracked destinations; every allocation may fail.
 pub(crate) fn build(inner: &Inner, gen: u32) -> Result<KBox<Snapshot>, AllocError> {
@@ -358,6 +397,7 @@ pub(crate) fn build(inner: &Inner, gen: u32) -> Result<KBox<Snapshot>, AllocErro
     let (dests, segs) = segments(&keyed)?;
     drop(keyed);
     let v = views(inner, &segs)?;
+    let by_slot = by_slot(inner, &v.views)?;
     KBox::new(
         Snapshot {
             rcu: RcuHead::default(),
@@ -366,6 +406,7 @@ pub(crate) fn build(inner: &Inner, gen: u32) -> Result<KBox<Snapshot>, AllocErro
             spans: v.spans,
             members: v.members,
             views: v.views,
+            by_slot,
         },
         nowarn(),
     )

@@ -293,6 +293,12 @@ impl Inner {
         (a, i, n)
     }
 
+    /// Per slot of `svcs`, its service's key (`struct ip_vs_service *` as
+    /// an integer), if the slot is in use.
+    pub(crate) fn slot_keys(&self) -> impl ExactSizeIterator<Item = Option<usize>> + '_ {
+        self.svcs.iter().map(|s| s.as_ref().map(|s| s.svc as usize))
+    }
+
     /// The first tracked service (null if none).
     pub(crate) fn first_service(&self) -> *mut ip_vs_service {
         self.svcs

@@ -18,6 +18,8 @@ from netns import netns  # noqa: E402
 from vmwlch_nl import Vmwlch  # noqa: E402
 
 BENCH = "/sys/kernel/debug/vmwlch_bench"
+# Services besides the timed one in the last scenario (0: no such scenario).
+OTHER_SERVICES = int(os.environ.get("BENCH_OTHER_SERVICES", "10000"))
 
 
 def bench(lab, iters):
@@ -31,7 +33,7 @@ def bench(lab, iters):
     return int(kv["vmwlch_ns"]), int(kv["wlc_ns"]), int(kv["vmwlch_call_ns"]), int(kv["wlc_call_ns"])
 
 
-def scenario(n_dests, per_host, conns, iters, rows):
+def scenario(n_dests, per_host, conns, iters, rows, others=0):
     addrs = [f"10.1.{1 + i // 250}.{i % 250 + 1}" for i in range(n_dests)]
     lab = Lab(f"b{n_dests}", rs_addrs4=[], port=80)
     # Addresses in one exec (ip -batch): execs are slow under emulation.
@@ -39,11 +41,21 @@ def scenario(n_dests, per_host, conns, iters, rows):
     subprocess.run(["ip", "-n", lab.rs, "-batch", "-"], input=batch, text=True, check=True)
     restore = "-A -t 10.0.0.1:80 -s vmwlch\n" + "".join(
         f"-a -t 10.0.0.1:80 -r {a}:80 -m -w {1 + i % 3}\n" for i, a in enumerate(addrs))
+    # Other services on vmwlch (one unmapped real server each), added after
+    # the timed one: what a decision's lookup of its service must not pay for.
+    restore += "".join(
+        f"-A -t 10.3.{i // 250}.{i % 250 + 1}:80 -s vmwlch\n"
+        f"-a -t 10.3.{i // 250}.{i % 250 + 1}:80 -r 10.4.{i // 250}.{i % 250 + 1}:80 -m\n"
+        for i in range(others))
     subprocess.run(
         ["ip", "netns", "exec", lab.lb, "ipvsadm", "-R"], input=restore, text=True, check=True)
     hosts = {f"h{h}": (1 + h % 4, addrs[h * per_host:(h + 1) * per_host]) for h in range(n_dests // per_host)}
     Vmwlch(lab.lb).replace(hosts)
     n_hosts = len(hosts)
+    if others:
+        rows.append((n_dests, n_hosts, f"idle, +{others} svcs") + bench(lab, iters))
+        lab.close()
+        return
     rows.append((n_dests, n_hosts, "idle (all tied)") + bench(lab, iters))
     for _ in range(conns):
         lab.connect("10.0.0.1", 80)
@@ -55,6 +67,8 @@ def run_all():
     rows = []
     scenario(20, 4, 200, 200000, rows)
     scenario(1000, 20, 1200, 5000, rows)
+    if OTHER_SERVICES:
+        scenario(20, 4, 0, 200000, rows, others=OTHER_SERVICES)
     return rows
 
 
@@ -66,11 +80,17 @@ def print_table(rows):
     for d, hs, load, h, w, hc, wc in rows:
         print(f"{d:>6} {hs:>6} {load:<18} {h:>14} ns {w:>6} {h / max(w, 1):>6.2f}"
               f"  {hc:>15} ns {wc:>6} {hc / max(wc, 1):>6.2f}")
-    by = {(r[0], r[2].startswith("idle")): r for r in rows}
+    by = {(r[0], r[2].startswith("idle")): r for r in rows if "svcs" not in r[2]}
     for idle in (True, False):
         a, b = by[(20, idle)], by[(1000, idle)]
         print(f"growth 20 -> 1000 destinations ({'idle' if idle else 'loaded'}, x50 destinations): "
               f"vmwlch x{b[3] / max(a[3], 1):.1f}, wlc x{b[4] / max(a[4], 1):.1f}")
+    more = [r for r in rows if "svcs" in r[2]]
+    if not more:
+        return
+    a, b = by[(20, True)], more[0]
+    print(f"growth 1 -> {OTHER_SERVICES + 1} services (20 destinations, idle): "
+          f"vmwlch x{b[3] / max(a[3], 1):.2f}, wlc x{b[4] / max(a[4], 1):.2f}")
 
 
 def swap_module(ko):

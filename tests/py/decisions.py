@@ -7,8 +7,9 @@ The oracle below is written independently of the module's Rust code, with
 exact rational arithmetic. Scenarios: a hybrid pair of services (vmwlch +
 vmwlc) sharing hosts beside a wlc service, unequal host and VM weights, a
 drained host, weight-0 and overloaded VMs, unmapped VMs, map changes while
-connections are made, an empty map (same choices as wlc), IPv6, and two
-namespaces with different maps.
+connections are made, an empty map (same choices as wlc), IPv6, two
+namespaces with different maps, and twelve services (each decision finds its
+service through its slot, some slots reused).
 """
 import random
 import sys
@@ -230,9 +231,41 @@ def scenario_two_netns(rng):
     l2.close()
 
 
+def scenario_many_services(rng):
+    """More services than a decision finds by search (8): each finds its view
+    through its slot (sched_data), also after services are deleted and added
+    again (slots reused by other services)."""
+    h = {"h1": ["10.1.1.1", "10.1.1.2"], "h2": ["10.1.2.1", "10.1.2.2"], "h3": ["10.1.3.1"]}
+    addrs = [a for v in h.values() for a in v]
+    lab = Lab("decm", rs_addrs4=addrs)
+    hostw = {"h1": 1, "h2": 2, "h3": 1}
+    Vmwlch(lab.lb).replace({k: (hostw[k], v) for k, v in h.items()})
+    hostmap = {a: k for k, v in h.items() for a in v}
+    svcs = [f"10.0.0.1:{p}" for p in range(80, 92)]
+    sched = {s: ("vmwlc" if i % 3 == 2 else "vmwlch") for i, s in enumerate(svcs)}
+    members = {s: [addrs[(i + j) % len(addrs)] for j in range(1 + i % 3)] for i, s in enumerate(svcs)}
+
+    def add(s):
+        lab.ipvsadm("-A", "-t", s, "-s", sched[s])
+        for j, a in enumerate(members[s]):
+            lab.ipvsadm("-a", "-t", s, "-r", f"{a}:80", "-m", "-w", str(1 + j % 2))
+
+    for s in svcs:
+        add(s)
+
+    # Freed slots go to the services added next: these two come back with
+    # each other's slots (before any connection, so the counts stay exact).
+    for s in (svcs[1], svcs[6]):
+        lab.ipvsadm("-D", "-t", s)
+    for s in (svcs[1], svcs[6]):
+        add(s)
+    run(lab, svcs, sched, hostmap, hostw, {}, 30, "many-services", rng)
+    lab.close()
+
+
 def main():
     rng = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 7)
-    for sc in (scenario_hybrid, scenario_ipv6, scenario_two_netns):
+    for sc in (scenario_hybrid, scenario_ipv6, scenario_two_netns, scenario_many_services):
         print(f"== {sc.__name__}", flush=True)
         sc(rng)
     print(f"{CHECKED['n']} decisions checked (overhead = {ACTIVE_WEIGHT}*active + inactive), {len(FAILS)} wrong")
