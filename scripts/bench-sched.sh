@@ -22,6 +22,8 @@ case "${1:-}" in
 esac
 [ "${SKIP_SETUP:-0}" = 1 ] || "$REPO/scripts/setup.sh" --no-cargo --bench-kernel >&2
 KB="$(kernel_build_dir)"
+# Services configured besides the timed one in the last row (0: no such row).
+OTHERS="${BENCH_OTHER_SERVICES:-10000}"
 # Every function of the benchmark build starts a page of its own. Under
 # qemu's software emulation a jump to another guest page is looked up rather
 # than chained to the next translated block, so where page boundaries fall in
@@ -45,11 +47,11 @@ if [ -n "$AGAINST" ]; then
     NEW="$(build_module_copy bench-tree VMWLCH_BENCH=1 "${ALIGN[@]}")" || die "this tree's module does not build"
     # BENCH_OTHER_SERVICES=0 leaves out the row with 10,000 services (modules
     # before b95b079 overflow the kernel stack sorting that many).
-    "$REPO/scripts/vm.sh" -- env BENCH_OTHER_SERVICES="${BENCH_OTHER_SERVICES:-10000}" \
+    "$REPO/scripts/vm.sh" -- env BENCH_OTHER_SERVICES="$OTHERS" \
         python3 "$REPO/tests/py/bench_sched.py" --modules "$OLD" "$NEW"
     exit
 fi
-"$REPO/scripts/vm.sh" -- sh -c "insmod $KO && BENCH_OTHER_SERVICES=${BENCH_OTHER_SERVICES:-10000} python3 $REPO/tests/py/bench_sched.py"
+"$REPO/scripts/vm.sh" -- sh -c "insmod $KO && BENCH_OTHER_SERVICES=$OTHERS python3 $REPO/tests/py/bench_sched.py"
 
 # The same selection code natively, in user space, against wlc's loop compiled
 # by gcc (ipvs-sched-vmwlch/bench/): emulation weighs every instruction alike,

@@ -17,7 +17,7 @@
 use kernel::alloc::{AllocError, Flags};
 use kernel::prelude::*;
 
-use crate::ffi::{self, ip_vs_dest, RcuHead};
+use crate::ffi::{self, ip_vs_dest, ip_vs_service, RcuHead};
 use crate::select::{Cluster, Live, Scope, Span, View};
 use crate::state::Inner;
 
@@ -108,30 +108,24 @@ fn sub<T>(table: &[T], r: (u32, u32)) -> &[T] {
     table.get(r.0 as usize..r.1 as usize).unwrap_or(&[])
 }
 
-// The scheduling loop calls these per destination: always inline (the test
-// kernels, like tinyconfig, optimise for size and would not).
-impl Cluster for Snapshot {
+/// The index of `svc`'s view in `views` (sorted by `svc`), if it has one.
+fn find_view(views: &[SvcView], svc: usize) -> Option<usize> {
+    views.binary_search_by_key(&svc, |v| v.svc).ok()
+}
+
+impl Snapshot {
+    /// The view of `service`: through `slot` (its `sched_data`; 0: not
+    /// read) when that leads to it, else by binary search. The slot leads
+    /// to it whenever this snapshot is current; the search covers the rest
+    /// (few services, or a race with the service's `done_service`).
     #[inline(always)]
-    fn view(&self, service: usize) -> View<'_> {
-        let found = if self.views.len() > SEARCH_MAX {
-            // SAFETY: `service` is the live service `schedule()` was called
-            // for (or the benchmark's, under the namespace's lock).
-            let slot = unsafe { ffi::svc_slot(service as *const ffi::ip_vs_service) };
-            slot.checked_sub(1)
-                .and_then(|i| self.by_slot.get(i))
-                .and_then(|&i| self.views.get(i as usize))
-                .filter(|v| v.svc == service)
-        } else {
-            None
-        };
-        // Few services: a search is as cheap as the slot. Otherwise the slot
-        // leads to the view whenever this snapshot is current; the search is
-        // for safety's sake, should that ever not hold.
-        let found = found.or_else(|| {
-            let i = self.views.binary_search_by_key(&service, |v| v.svc).ok()?;
-            self.views.get(i)
-        });
-        match found {
+    fn view_of(&self, service: usize, slot: usize) -> View<'_> {
+        let by_slot = slot
+            .checked_sub(1)
+            .and_then(|i| self.by_slot.get(i))
+            .and_then(|&i| self.views.get(i as usize))
+            .filter(|v| v.svc == service);
+        match by_slot.or_else(|| self.views.get(find_view(&self.views, service)?)) {
             Some(v) => View {
                 spans: sub(&self.spans, v.spans),
                 members: sub(&self.members, v.members),
@@ -140,15 +134,31 @@ impl Cluster for Snapshot {
             None => View::EMPTY,
         }
     }
+}
+
+/// A snapshot as one decision reads it, with the slot of the decision's
+/// service read beforehand ([`Snapshot::select`]).
+struct Deciding<'a> {
+    snap: &'a Snapshot,
+    slot: usize,
+}
+
+// The scheduling loop calls these per destination: always inline (the test
+// kernels, like tinyconfig, optimise for size and would not).
+impl Cluster for Deciding<'_> {
+    #[inline(always)]
+    fn view(&self, service: usize) -> View<'_> {
+        self.snap.view_of(service, self.slot)
+    }
 
     #[inline(always)]
     fn dest_count(&self) -> usize {
-        self.dests.len()
+        self.snap.dests.len()
     }
 
     #[inline(always)]
     fn counts(&self, dest: usize) -> (i32, i32) {
-        let Some(d) = self.dests.get(dest) else {
+        let Some(d) = self.snap.dests.get(dest) else {
             return (0, 0);
         };
         // SAFETY: as in `live`.
@@ -157,7 +167,7 @@ impl Cluster for Snapshot {
 
     #[inline(always)]
     fn live(&self, dest: usize) -> Live {
-        let Some(d) = self.dests.get(dest) else {
+        let Some(d) = self.snap.dests.get(dest) else {
             return Live {
                 weight: 0,
                 activeconns: 0,
@@ -383,7 +393,7 @@ fn by_slot(inner: &Inner, views: &[SvcView]) -> Result<KVVec<u32>, AllocError> {
     let mut t = KVVec::with_capacity(keys.len(), nowarn())?;
     for key in keys {
         let i = key
-            .and_then(|k| views.binary_search_by_key(&k, |v| v.svc).ok())
+            .and_then(|k| find_view(views, k))
             .map_or(NO_VIEW, |i| i as u32);
         t.push(i, nowarn())?;
     }
@@ -416,10 +426,28 @@ impl Snapshot {
     /// The destination for a new connection to `svc`, if one is eligible.
     ///
     /// Runs under `rcu_read_lock()`: no sleeping, no allocation.
+    ///
+    /// # Safety
+    ///
+    /// `svc` is live and bound to one of our schedulers (`schedule()`'s
+    /// service).
     #[inline(always)]
-    pub(crate) fn select(&self, svc: usize, scope: Scope, seed: u64) -> Option<*mut ip_vs_dest> {
+    pub(crate) unsafe fn select(
+        &self,
+        svc: *mut ip_vs_service,
+        scope: Scope,
+        seed: u64,
+    ) -> Option<*mut ip_vs_dest> {
+        // Few services: a search is as cheap as the slot, left unread.
+        let slot = if self.views.len() > SEARCH_MAX {
+            // SAFETY: `svc` is live and ours (contract).
+            unsafe { ffi::svc_slot(svc) }
+        } else {
+            0
+        };
+        let d = Deciding { snap: self, slot };
         let mut ties = TieRandom::new(seed);
-        crate::select::select(self, svc, scope, &mut || ties.next())
+        crate::select::select(&d, svc as usize, scope, &mut || ties.next())
             .and_then(|i| self.dests.get(i))
             .map(|d| d.0)
     }

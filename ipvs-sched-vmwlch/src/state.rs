@@ -594,8 +594,18 @@ impl NetState {
     /// Picks a destination for a new connection to `svc`.
     ///
     /// Runs under `rcu_read_lock()`, possibly in softirq: no sleeping, no allocation.
+    ///
+    /// # Safety
+    ///
+    /// `svc` is live and bound to one of our schedulers (IPVS's `schedule`
+    /// call), inside an RCU read-side section.
     #[inline(always)]
-    pub(crate) fn schedule(&self, svc: *mut ip_vs_service, scope: Scope, seed: u64) -> Decision {
+    pub(crate) unsafe fn schedule(
+        &self,
+        svc: *mut ip_vs_service,
+        scope: Scope,
+        seed: u64,
+    ) -> Decision {
         // Acquire pairs with the Release in `swap` (rcu_dereference).
         let p = self.snap.load(Ordering::Acquire);
         // SAFETY: a published snapshot stays allocated until a grace period
@@ -610,7 +620,8 @@ impl NetState {
         if snap.gen != self.gen.load(Ordering::Relaxed) {
             return Decision::Stale;
         }
-        match snap.select(svc as usize, scope, seed) {
+        // SAFETY: `svc` is live and ours (contract).
+        match unsafe { snap.select(svc, scope, seed) } {
             Some(d) => Decision::Chosen(d),
             None => Decision::NoDest,
         }

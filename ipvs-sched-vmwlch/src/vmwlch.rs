@@ -256,8 +256,8 @@ unsafe extern "C" fn vmwlch_rs_rebuild_work(st: *mut c_void) {
 /// # Safety
 ///
 /// `st` is NULL or a live state reached through `rcu_dereference` inside the
-/// RCU read-side section that IPVS holds around `schedule`; `svc` is live;
-/// `fallback` is writable.
+/// RCU read-side section that IPVS holds around `schedule`; `svc` is live
+/// and bound to one of our schedulers; `fallback` is writable.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_schedule(
     st: *mut c_void,
@@ -269,8 +269,9 @@ unsafe extern "C" fn vmwlch_rs_schedule(
     let decision = if st.is_null() {
         Decision::Stale
     } else {
-        // SAFETY: per the contract.
-        unsafe { state(st) }.schedule(svc, scope(kind), seed)
+        // SAFETY: per the contract: `st` is a live state, `svc` is live and
+        // bound to our scheduler, inside IPVS's RCU read-side section.
+        unsafe { state(st).schedule(svc, scope(kind), seed) }
     };
     match decision {
         Decision::Chosen(d) => d,
