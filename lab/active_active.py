@@ -131,8 +131,9 @@ class Lab(StepsMixin):
         """Validate the cluster file against etcd (`ipvsctl apply --etcd
         --dry-run`: the plan from the stored file; retried while etcd
         starts), then store it through etcd's JSON gateway from this
-        process: the time just before the write (an exec of ipvsctl costs
-        seconds in a busy emulated VM, which would blur the measurement)."""
+        process: (the time just before the write, the time etcd acknowledged
+        it); an exec of ipvsctl costs seconds in a busy emulated VM, which
+        would blur the measurement."""
         path = os.path.join(self.tmp, "cluster.yaml")
         text = cluster_file(canary)
         write(path, text)
@@ -156,7 +157,7 @@ class Lab(StepsMixin):
                                        timeout=10).read()
         except OSError as e:
             raise LabError(f"writing the cluster file to etcd: {e}")
-        return t
+        return t, time.time()
 
     def start_director(self, i, hold_ms=0):
         conf = os.path.join(self.tmp, f"d{i}.yaml")

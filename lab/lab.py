@@ -3,6 +3,7 @@
 
     lab.py --out DIR [--sensors N] [--web-users U] [--warm S] [--ramp S]
            [--measure S] [--schedulers wlc,vmwlc,vmwlch] [--no-failover]
+           [--churn-ms MS]
 
 Builds, with network namespaces of this VM only:
 
@@ -15,6 +16,12 @@ on eth1) with the services "sensor" (VIP:9000) and "web" (VIP:80), NAT to
 the VMs, and the VMWLCH host map. One process (lab-serve, Rust) serves every VM and
 models the hosts' CPUs; lab-load (Rust) runs the sensors and the web users;
 this process orchestrates, samples and reports, off the request path.
+
+A scheduler named with the suffix `_churn` (e.g. --schedulers
+vmwlch,vmwlch_churn) runs that scheduler while a third service without traffic
+(port 8081, on the web VMs) has one VM drained and restored every --churn-ms
+(100): the constant change of a real cluster; the phase reports how many of
+the module's decisions were host-aware meanwhile.
 
 Phases: for each scheduler the hybrid workload runs for warm+ramp+measure
 seconds (web users first, then sensors connect over the ramp, then the
@@ -46,7 +53,7 @@ from labkit.base import (FE, GW, HNAMES, HOST_OF, HOSTS, KEEPALIVE, LAB_LOAD, LA
                          write)
 from labkit.calibrate import CalibrationMixin
 from labkit.failover import FailoverMixin
-from labkit.frontends import fib_has, ipvs_read, ka_config
+from labkit.frontends import CHURN_PORT, fib_has, ipvs_read, ka_config
 from labkit.report import ReportMixin
 from labkit.stats import Phase, fmtv, imbalance, mean, pct
 from labkit.topology import build_topology, delete_topology
@@ -56,11 +63,18 @@ from netns import enter  # on sys.path through labkit.base
 # survival checks) add up to a few minutes on a starved VM.
 FAILOVER_BOUND_S = 420
 
+
+def base_scheduler(label):
+    """The IPVS scheduler of a phase: `vmwlch_churn` runs vmwlch."""
+    return label.removesuffix("_churn")
+
 # ---------------------------------------------------------------- the lab
 
 class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
     def __init__(self, a):
         self.a = a
+        # the churn phases' service exists in every phase of such a run
+        self.churn_service = any(x != base_scheduler(x) for x in a.schedulers)
         self.tmp = tempfile.mkdtemp(prefix="lab.")
         self.ka = {}
         self.srv = None
@@ -118,7 +132,7 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
 
     def start_ka(self, i, sched):
         conf = os.path.join(self.tmp, f"fe{i}.yaml")
-        write(conf, ka_config(i, sched, self.advert_ms))
+        write(conf, ka_config(i, sched, self.advert_ms, self.churn_service))
         logf = open(os.path.join(self.tmp, f"fe{i}.log"), "a")
         self.ka[i] = subprocess.Popen(["ip", "netns", "exec", FE[i], KEEPALIVE, "-c", conf, "--log-level", "info"],
                                       stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -150,13 +164,15 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
                 s, d = ipvs_read(self.ka[i].pid)
             except OSError:
                 return False
-            if s.get(SENSOR_PORT) != sched or s.get(WEB_PORT) != sched or len(d) != len(VMS):
+            if s.get(SENSOR_PORT) != sched or s.get(WEB_PORT) != sched:
+                return False
+            if sum(1 for port, _ in d if port in (SENSOR_PORT, WEB_PORT)) != len(VMS):
                 return False
         return True
 
     async def switch(self, sched):
         for i in (1, 2):
-            write(os.path.join(self.tmp, f"fe{i}.yaml"), ka_config(i, sched, self.advert_ms))
+            write(os.path.join(self.tmp, f"fe{i}.yaml"), ka_config(i, sched, self.advert_ms, self.churn_service))
             os.kill(self.ka[i].pid, signal.SIGHUP)
         end = time.time() + 20
         while not self.applied(sched, (1, 2)):
@@ -323,17 +339,19 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
             await asyncio.sleep(1.0)
 
     # ---- phases
-    async def run_phase(self, sched, keep):
+    async def run_phase(self, label, keep):
         a = self.a
-        if self.phase is None or self.phase.sched != sched:
+        sched = base_scheduler(label)
+        if self.phase is None or base_scheduler(self.phase.sched) != sched:
             await self.switch(sched)
-        ph = Phase(sched)
+        ph = Phase(label)
         ph.t0 = time.time()
         self.phase = ph
         self.phases.append(ph)
         self.sensors.clear()
         self.sessions.clear()
-        out(f"== {sched}: web users {a.web_users} start, then {a.sensors} sensors connect over {a.ramp:.0f} s,"
+        churn = asyncio.create_task(self.churn(ph)) if label != sched else None
+        out(f"== {label}: web users {a.web_users} start, then {a.sensors} sensors connect over {a.ramp:.0f} s,"
             f" then {a.measure:.0f} s measured")
         self.load_cmd({"web": {"users": a.web_users, "idle": a.web_idle}})
         await asyncio.sleep(a.warm)
@@ -353,13 +371,58 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         ph.open_at_m0 = self.open_sensors()
         await asyncio.sleep(a.measure)
         ph.m1 = time.time()
+        if churn:
+            ph.churn = await churn
         r = self.report(ph)
-        out(f"== {sched}: host imbalance (max/mean active/W) {fmtv(r['imbalance_conns'], '.2f')}, busy max/mean "
+        out(f"== {label}: host imbalance (max/mean active/W) {fmtv(r['imbalance_conns'], '.2f')}, busy max/mean "
             f"{fmtv(r['imbalance_busy'], '.2f')}; sensor rt mean {fmtv(r['sensor_mean_ms'], '.0f')} ms p95 "
             f"{fmtv(r['sensor_p95_ms'], '.0f')} ms; web rt mean {fmtv(r['web_mean_ms'], '.0f')} ms p95 "
             f"{fmtv(r['web_p95_ms'], '.0f')} ms")
+        if r["churn"]:
+            c = r["churn"]
+            out(f"== {label}: {c['changes']} weight changes of another service meanwhile; host-aware decisions"
+                f" {c['host_aware']}/{c['decisions']} ({fmtv(100 * (c['host_aware_share'] or 0), '.2f')} %)")
         if not keep:
             await self.stop_phase(ph)
+
+    def module_info(self):
+        """The master front end's GET_INFO counters (ipvsctl host info)."""
+        p = subprocess.run(["ip", "netns", "exec", FE[self.master], "ipvsctl", "host", "info", "-o", "json"],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise LabError(f"ipvsctl host info failed: {p.stderr.strip()[:300]}")
+        return json.loads(p.stdout)
+
+    async def churn(self, ph):
+        """Until the phase's measured window ends: the churn service's VMs
+        drained and restored in turn every --churn-ms, through one ipvsadm -R
+        on the master front end (it applies each line as it reads it).
+        Returns the changes made and the module's decisions meanwhile."""
+        webs = [v["addr"] for v in VMS if v["service"] == "web"]
+        before = await asyncio.to_thread(self.module_info)
+        p = await asyncio.create_subprocess_exec(
+            "ip", "netns", "exec", FE[self.master], "ipvsadm", "-R", stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        n, period = 0, self.a.churn_ms / 1000
+        nxt = time.time()
+        a = self.a
+        deadline = nxt + a.warm + a.ramp + a.measure + 300  # bounded even if the phase never ends
+        while ph.m1 is None and time.time() < deadline:
+            vm = webs[(n // 2) % len(webs)]
+            p.stdin.write(f"-e -t {VIP}:{CHURN_PORT} -r {vm}:{CHURN_PORT} -m -w {0 if n % 2 == 0 else 1}\n".encode())
+            await p.stdin.drain()
+            n += 1
+            nxt += period
+            await asyncio.sleep(max(0.0, nxt - time.time()))
+        p.stdin.close()
+        _, err = await asyncio.wait_for(p.communicate(), 60)
+        if p.returncode != 0:
+            raise LabError(f"the churn's ipvsadm -R failed: {err.decode().strip()[:300]}")
+        after = await asyncio.to_thread(self.module_info)
+        dec = after["decisions"] - before["decisions"]
+        aware = after["host_aware"] - before["host_aware"]
+        return dict(changes=n, decisions=dec, host_aware=aware,
+                    host_aware_share=round(aware / dec, 4) if dec else None)
 
     def open_sensors(self):
         return sum(1 for x in self.sensors.values() if x["open"])
@@ -394,7 +457,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
                  host_busy=busy, max_busy=max(busy.values()) if ms else float("nan"),
                  errors=dict(ph.errors), loop_lag_ms=1000 * mean(ph.lag) if ph.lag else 0.0,
                  gen_lag_ms=mean(ph.gen_lag) if ph.gen_lag else None, connect_timeouts=ph.connect_timeouts,
-                 sensors_open_at_measure=getattr(ph, "open_at_m0", 0), settle_s=getattr(ph, "settle_s", None))
+                 sensors_open_at_measure=getattr(ph, "open_at_m0", 0), settle_s=getattr(ph, "settle_s", None),
+                 churn=getattr(ph, "churn", None))
         for svc in ("sensor", "web"):
             xs = [x for t, x in ph.rt[svc] if ph.m0 <= t <= ph.m1]
             r[f"{svc}_n"] = len(xs)
@@ -472,10 +536,14 @@ def main():
     ap.add_argument("--no-failover", action="store_true")
     ap.add_argument("--progress-every", type=int, default=3, help="progress line every N samples (s)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--churn-ms", type=int, default=100,
+                    help="period of the weight changes in a _churn phase (ms)")
     a = ap.parse_args()
     a.schedulers = a.schedulers.split(",")
     if a.sensors < 1 or a.web_users < 1 or a.measure <= 0:
         ap.error("need at least one sensor, one web user and a positive --measure")
+    if a.churn_ms < 10:
+        ap.error("--churn-ms must be at least 10")
     random.seed(a.seed)
     if os.geteuid() != 0:
         log("must run as root (in the test VM: scripts/vm.sh -- lab/run.sh)")

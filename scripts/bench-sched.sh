@@ -60,7 +60,7 @@ fi
 # instructions, no runtime unrolling (as the module's Kbuild).
 NB="$(mktemp -d)"
 trap 'rm -rf "$NB"' EXIT
-gcc -O2 -fno-tree-vectorize -Wall -c "$REPO/ipvs-sched-vmwlch/bench/wlc.c" -o "$NB/wlc.o"
+gcc -O2 -fno-strict-overflow -fno-tree-vectorize -Wall -c "$REPO/ipvs-sched-vmwlch/bench/wlc.c" -o "$NB/wlc.o"
 ar rcs "$NB/libwlc.a" "$NB/wlc.o"
 rustc --edition 2021 -C opt-level=2 -C panic=abort -C no-vectorize-loops -C no-vectorize-slp \
     -C llvm-args=-unroll-runtime=false -L "$NB" -l static=wlc \

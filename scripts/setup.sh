@@ -8,16 +8,20 @@
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-cargo skip the user-space release build
 #   scripts/setup.sh --bench-kernel  also build the benchmark kernel (no KASAN/lockdep/kCFI)
+#   scripts/setup.sh --no-kernel     packages, bindgen and cargo only: no kernel source,
+#                                    test kernel or module (scripts/check-fresh.sh)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 DO_CARGO=1
 DO_BENCH_KERNEL=0
+DO_KERNEL=1
 for a in "$@"; do
     case "$a" in
         --no-cargo) DO_CARGO=0 ;;
         --bench-kernel) DO_BENCH_KERNEL=1 ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        --no-kernel) DO_KERNEL=0 ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
         *) die "unknown option '$a' (try --help)" ;;
     esac
 done
@@ -27,7 +31,12 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/setup.lock"
 flock 9
 
+# Everything the build and the tests run that is not in a minimal Debian 12
+# (scripts/check-fresh.sh proves the list in a debootstrapped root).
 PACKAGES=(
+    # C toolchain for the crates that build C (ring) and the linker cargo calls;
+    # build-essential: dpkg-buildpackage (package.sh) requires it by name
+    build-essential gcc libc6-dev pkg-config git ca-certificates
     # kernel toolchain (Rust-for-Linux on 6.12: Debian's rustc-web has core/alloc sources)
     rustc-web rust-web-src linux-source-6.12 clang lld llvm libclang-dev
     # clang 19 for the test kernel (kCFI with Rust; see common.sh)
@@ -49,7 +58,9 @@ PACKAGES=(
     bindgen
     # the cluster state in etcd (crates/cluster-etcd): the server its tests
     # start, etcdctl to look at it, and protoc for etcd-client's build.rs
-    etcd-server etcd-client protobuf-compiler
+    # with the well-known .proto files (google/protobuf/*.proto), which are
+    # in libprotobuf-dev, only recommended by protobuf-compiler
+    etcd-server etcd-client protobuf-compiler libprotobuf-dev
     # keepalive's `bgp:` section runs BIRD 2 (bird, birdc); its netns test
     # (tests/netns/keepalive-bgp.sh) also runs one as the router
     bird2
@@ -148,14 +159,20 @@ prune_kernels() {
     done
 }
 
+# The workspace's Rust comes from rustup (the README's requirement): say so
+# before an hour of work fails on it.
+command -v cargo >/dev/null ||
+    die "cargo not found in PATH: install Rust with rustup (https://rustup.rs, the stable toolchain), open a new shell, run this again"
 install_packages
 install_bindgen
-extract_kernel
-prune_kernels
-build_kernel
-build_module
+if [ $DO_KERNEL = 1 ]; then
+    extract_kernel
+    prune_kernels
+    build_kernel
+    build_module
+fi
 if [ $DO_BENCH_KERNEL = 1 ]; then
     (KVARIANT=bench; KFRAGS=("$KFRAG" "$REPO/kernel/vmwlch-bench.config"); build_kernel)
 fi
 [ $DO_CARGO = 0 ] || build_cargo
-log "ready: kernel $(kernel_build_dir)"
+if [ $DO_KERNEL = 1 ]; then log "ready: kernel $(kernel_build_dir)"; else log "ready (no kernel)"; fi

@@ -4,7 +4,8 @@
  * destinations laid out like struct ip_vs_dest (list node first, the
  * counters far into the structure) and wlc's selection over the service's
  * list, as the kernel's ip_vs_wlc does it, compiled by gcc -O2 like the
- * kernel. native.rs times it against the module's selection code.
+ * kernel. native.rs times it against the module's selection code;
+ * wlc_oracle.rs checks the module's fallback wlc against it.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -30,9 +31,10 @@ struct svc { struct node destinations; };
 
 #define F_OVERLOAD 2
 
-static inline long long overhead(const struct dest *d)
+/* ip_vs_dest_conn_overhead(): an int, as the kernel's (-fno-strict-overflow). */
+static inline int overhead(const struct dest *d)
 {
-	return ((long long)d->activeconns << 8) + d->inactconns;
+	return (d->activeconns << 8) + d->inactconns;
 }
 
 /*
@@ -43,7 +45,7 @@ static inline long long overhead(const struct dest *d)
 __attribute__((noinline)) struct dest *bench_wlc(struct svc *svc)
 {
 	struct dest *least, *d;
-	long long loh, doh;
+	int loh, doh;
 	struct node *p;
 
 	for (p = svc->destinations.next; p != &svc->destinations; p = p->next) {
@@ -59,7 +61,7 @@ found:
 		if (d->flags & F_OVERLOAD)
 			continue;
 		doh = overhead(d);
-		if (loh * d->weight > doh * least->weight) {
+		if ((long long)loh * d->weight > (long long)doh * least->weight) {
 			least = d;
 			loh = doh;
 		}

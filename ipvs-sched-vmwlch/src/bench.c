@@ -113,7 +113,8 @@ static ssize_t vmwlch_bench_write(struct file *f, const char __user *ubuf,
 			for (j = 0; j < n; j++) {
 				if (kind == 0)
 					hits += !!vmwlch_rs_schedule(st, svc, VMWLCH_KIND_VMWLCH,
-								     vmwlch_seed(), &fallback);
+								     vmwlch_seed(), vmwlch_conn_cost(svc),
+								     &fallback);
 				else if (kind == 1)
 					hits += !!vmwlch_wlc(svc);
 				else

@@ -65,7 +65,36 @@ void vmwlch_queue_rebuild(void *vn, unsigned long delay)
 {
 	struct vmwlch_net *n = vn;
 
-	queue_delayed_work(system_unbound_wq, &n->rebuild, delay);
+	mod_delayed_work(system_unbound_wq, &n->rebuild, delay);
+}
+
+void *vmwlch_cpu_cache_alloc(size_t size)
+{
+	/* Larger than a per-CPU unit (over 2,048 hosts): no cache. */
+	if (!size || size > PCPU_MIN_UNIT_SIZE)
+		return NULL;
+	return (void __force *)__alloc_percpu_gfp(size, sizeof(u64),
+						   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+}
+
+void vmwlch_cpu_cache_free(void *cache)
+{
+	free_percpu((void __percpu __force *)cache);
+}
+
+void *vmwlch_cpu_cache_get(void *cache)
+{
+	return get_cpu_ptr((void __percpu __force *)cache);
+}
+
+void vmwlch_cpu_cache_put(void)
+{
+	preempt_enable();
+}
+
+unsigned long vmwlch_jiffies(void)
+{
+	return READ_ONCE(jiffies);
 }
 
 static void vmwlch_rebuild_fn(struct work_struct *work)
@@ -199,7 +228,7 @@ static struct ip_vs_dest *vmwlch_schedule_common(struct ip_vs_service *svc,
 	int fallback = 0;
 
 	dest = vmwlch_rs_schedule(rcu_dereference(vn->state), svc, kind,
-				  vmwlch_seed(), &fallback);
+				  vmwlch_seed(), vmwlch_conn_cost(svc), &fallback);
 	if (fallback)
 		this_cpu_inc(vn->stats->fallback);
 	if (!dest) {
@@ -258,7 +287,7 @@ static int __net_init vmwlch_net_init(struct net *net)
 	struct vmwlch_net *vn = net_generic(net, vmwlch_net_id);
 	void *st;
 
-	vn->stats = alloc_percpu(struct vmwlch_counters);
+	vn->stats = alloc_percpu_gfp(struct vmwlch_counters, GFP_KERNEL_ACCOUNT);
 	if (!vn->stats)
 		return -ENOMEM;
 	mutex_init(&vn->lock);
@@ -431,16 +460,24 @@ static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb
 	int ret = 0;
 	void *st;
 
+	void *index = NULL;
+
 	mutex_lock(&vn->lock);
 	st = vmwlch_state_locked(vn);
 	/* A change between two parts of the dump flags the next message
 	 * NLM_F_DUMP_INTR (hosts may have moved): the client dumps again. */
-	if (st)
+	if (st) {
 		cb->seq = vmwlch_rs_generation(st) ?: 1;
+		index = vmwlch_rs_dump_index(st);
+		if (!index) {
+			mutex_unlock(&vn->lock);
+			return -ENOMEM;
+		}
+	}
 	while (st) {
 		unsigned int start = skb->len;
 
-		ret = vmwlch_rs_fill_host(st, idx, &member_off, skb,
+		ret = vmwlch_rs_fill_host(st, index, idx, &member_off, skb,
 					  NETLINK_CB(cb->skb).portid,
 					  cb->nlh->nlmsg_seq, NLM_F_MULTI);
 		if (skb->len > start)
@@ -450,6 +487,7 @@ static int vmwlch_nl_dump_hosts(struct sk_buff *skb, struct netlink_callback *cb
 		idx++;
 		member_off = 0;
 	}
+	vmwlch_rs_dump_index_free(index);
 	mutex_unlock(&vn->lock);
 
 	cb->args[0] = idx;
@@ -487,6 +525,13 @@ static struct genl_family vmwlch_genl_family = {
 	.version = VMWLCH_GENL_VERSION,
 	.maxattr = VMWLCH_A_MAX,	/* reported to the controller only */
 	.netnsok = true,
+	/*
+	 * The handlers serialise on their namespace's vn->lock, nothing else
+	 * needs genl_mutex: without it a map command's rebuild (a large map,
+	 * a slow allocation) holds up only its own namespace, not every generic
+	 * netlink family of the machine (IPVS's among them).
+	 */
+	.parallel_ops = true,
 	.module = THIS_MODULE,
 	.split_ops = vmwlch_genl_ops,
 	.n_split_ops = ARRAY_SIZE(vmwlch_genl_ops),

@@ -51,7 +51,7 @@ void vmwlch_rs_upd_dest(void *state, struct ip_vs_service *svc,
  * service's own destinations, and sets *fallback, when the snapshot is not
  * current (or there is no state): never "no destination" for lack of one. */
 struct ip_vs_dest *vmwlch_rs_schedule(void *state, struct ip_vs_service *svc,
-				       int kind, u64 seed, int *fallback);
+				       int kind, u64 seed, u32 cost, int *fallback);
 /* The rebuild work item's body (the namespace's lock held, process context). */
 void vmwlch_rs_rebuild_work(void *state);
 /* A netlink do-command: the attribute stream of the request (already
@@ -63,10 +63,16 @@ int vmwlch_rs_do(void *state, u8 cmd, const void *attrs, int len,
 		 struct sk_buff *reply, u32 portid, u32 seq,
 		 const struct vmwlch_counters *counters, const char **msg,
 		 int *bad_off);
-/* Fill one message for host idx starting at member *member_off; returns 0
- * when the host is complete, 1 when the skb filled up mid-host (continue at
- * *member_off), -ENOENT past the last host, -EMSGSIZE if nothing fit. */
-int vmwlch_rs_fill_host(void *state, u32 idx, u32 *member_off,
+/* Every host's figures for one part of a GET_HOST dump, built under the
+ * lock for the state as it is (NULL: out of memory); freed before the lock
+ * is dropped. */
+void *vmwlch_rs_dump_index(void *state);
+void vmwlch_rs_dump_index_free(void *index);
+/* Fill one message for host idx starting at member *member_off, from index;
+ * returns 0 when the host is complete, 1 when the skb filled up mid-host
+ * (continue at *member_off), -ENOENT past the last host, -EMSGSIZE if
+ * nothing fit. */
+int vmwlch_rs_fill_host(void *state, void *index, u32 idx, u32 *member_off,
 			struct sk_buff *skb, u32 portid, u32 seq, int flags);
 /* The generation of the map and the tracked set (moves on every change). */
 u32 vmwlch_rs_generation(void *state);
@@ -80,7 +86,20 @@ int vmwlch_svc_walk(struct ip_vs_service *svc,
 /* The same, under rcu_read_lock() (cb must not sleep). */
 int vmwlch_svc_walk_rcu(struct ip_vs_service *svc,
 			int (*cb)(void *ctx, struct ip_vs_dest *dest), void *ctx);
-/* Queue the namespace's snapshot rebuild in delay jiffies (no-op if queued). */
+/*
+ * A snapshot's per-CPU host loads (host_cache.rs): size bytes per CPU,
+ * zeroed, charged to the caller's memory cgroup; NULL if that cannot be had
+ * (larger than a per-CPU unit, or out of memory). Freeing may happen in
+ * atomic context (an RCU callback).
+ */
+void *vmwlch_cpu_cache_alloc(size_t size);
+void vmwlch_cpu_cache_free(void *cache);
+/* This CPU's copy; preemption stays disabled until vmwlch_cpu_cache_put(). */
+void *vmwlch_cpu_cache_get(void *cache);
+void vmwlch_cpu_cache_put(void);
+/* The tick of the host load caches. */
+unsigned long vmwlch_jiffies(void);
+/* Run the namespace's snapshot rebuild in delay jiffies (a queued one is moved). */
 void vmwlch_queue_rebuild(void *vn, unsigned long delay);
 
 /* Module setup and teardown, called from the Rust module's init and drop. */

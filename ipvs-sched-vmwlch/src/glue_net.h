@@ -50,6 +50,24 @@ static inline u64 vmwlch_seed(void)
 	return this_cpu_add_return(vmwlch_seq, VMWLCH_WEYL);
 }
 
+/*
+ * What a new connection adds to its destination's overhead
+ * (activeconns * 256 + the second term, see layout.c) by the next decision:
+ * IPVS counts a TCP or SCTP connection inactive until it is established
+ * (the state change right after scheduling), others active; the second
+ * term counts it either way where it is totalconns.
+ */
+#ifdef VMWLCH_HAVE_TOTALCONNS
+#define VMWLCH_COST_ACTIVE 257
+#else
+#define VMWLCH_COST_ACTIVE 256
+#endif
+static inline u32 vmwlch_conn_cost(const struct ip_vs_service *svc)
+{
+	return svc->protocol == IPPROTO_TCP || svc->protocol == IPPROTO_SCTP ?
+		1 : VMWLCH_COST_ACTIVE;
+}
+
 /* The benchmark build's debugfs timer (bench.c, make VMWLCH_BENCH=1). */
 #ifdef VMWLCH_BENCH
 void vmwlch_bench_init(void);

@@ -6,10 +6,15 @@
 
 use kernel::prelude::*;
 
-use crate::ffi::{sk_buff, Msg, MsgFull, RawCounters};
+use crate::ffi::{sk_buff, Msg, RawCounters};
 use crate::snapshot::nowarn;
 use crate::state::{Addr, Host, Inner, Member, NetState};
 use crate::uapi::*;
+
+pub(crate) use reply::{fill_host, fill_info, Fill, HostIndex};
+
+#[path = "nl_reply.rs"]
+mod reply;
 
 /// Netlink header flags masked off the attribute type.
 const NLA_TYPE_MASK: u16 = !(0x8000 | 0x4000);
@@ -267,7 +272,7 @@ fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<()
                 ));
             }
             // Make room for both changes before making either.
-            inner.hosts.reserve(1, GFP_KERNEL).map_err(|_| oom())?;
+            inner.hosts.reserve(1, nowarn()).map_err(|_| oom())?;
             let new = addrs.iter().filter(|a| inner.host_of(a).is_none()).count();
             if inner.members.len() + new > VMWLCH_MAX_MEMBERS {
                 return Err(reject(
@@ -280,7 +285,7 @@ fn cmd_set_host(inner: &mut Inner, r: &HostReq<'_>, add_only: bool) -> Result<()
             let weight = r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT);
             inner
                 .hosts
-                .push(Host::new(name, weight), GFP_KERNEL)
+                .push(Host::new(name, weight), nowarn())
                 .map_err(|_| oom())?;
             inner.hosts.len() - 1
         }
@@ -334,7 +339,7 @@ fn cmd_del_members(inner: &mut Inner, r: &HostReq<'_>) -> Result<(), Reject> {
 }
 
 fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
-    let mut hosts: KVec<Host> = KVec::new();
+    let mut hosts: KVVec<Host> = KVVec::new();
     let mut members: KVVec<Member> = KVVec::new();
     for a in attrs(buf, 0) {
         let a = a?;
@@ -365,7 +370,7 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
         hosts
             .push(
                 Host::new(name, r.weight.unwrap_or(VMWLCH_DEFAULT_WEIGHT)),
-                GFP_KERNEL,
+                nowarn(),
             )
             .map_err(|_| oom())?;
         if let Some(m) = r.members {
@@ -402,10 +407,44 @@ fn cmd_replace(inner: &mut Inner, buf: &[u8]) -> Result<(), Reject> {
     Ok(())
 }
 
-/// Runs a changing command; on success the snapshot is rebuilt at once (if
-/// that runs out of memory, the previous one stays in use and the rebuild
-/// is retried: see `pace.rs`).
+/// A copy of the map, to put back should the changed map's snapshot not
+/// be built: O(map), less than the build it guards.
+fn saved_map(inner: &Inner) -> Result<(KVVec<Host>, KVVec<Member>), Reject> {
+    let mut hosts = KVVec::with_capacity(inner.hosts.len(), nowarn()).map_err(|_| oom())?;
+    hosts
+        .extend_from_slice(&inner.hosts, nowarn())
+        .map_err(|_| oom())?;
+    let mut members = KVVec::with_capacity(inner.members.len(), nowarn()).map_err(|_| oom())?;
+    members
+        .extend_from_slice(&inner.members, nowarn())
+        .map_err(|_| oom())?;
+    Ok((hosts, members))
+}
+
+/// Runs a changing command, all or nothing: the new map and the snapshot
+/// that shows it, or (out of memory building that) ENOMEM, the previous map
+/// and the previous snapshot.
 pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> Result<(), Reject> {
+    let saved = saved_map(inner)?;
+    if let Err(e) = apply(inner, cmd, buf) {
+        // Commands validate and reserve before they change anything; should
+        // one fail after a first change all the same, that goes back too.
+        (inner.hosts, inner.members) = saved;
+        return Err(e);
+    }
+    if st.map_changed(inner).is_err() {
+        (inner.hosts, inner.members) = saved;
+        return Err(reject(
+            ENOMEM,
+            kernel::c_str!("out of memory building the scheduling snapshot: the map is unchanged"),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// Applies a changing command to the map.
+fn apply(inner: &mut Inner, cmd: u8, buf: &[u8]) -> Result<(), Reject> {
     match cmd {
         VMWLCH_CMD_SET_HOST | VMWLCH_CMD_ADD_MEMBERS => {
             let r = parse_host_attrs(buf, 0, cmd)?;
@@ -436,7 +475,7 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
                     off,
                 ));
             }
-            inner.hosts = KVec::new();
+            inner.hosts = KVVec::new();
             inner.members = KVVec::new();
         }
         _ => {
@@ -447,7 +486,6 @@ pub(crate) fn command(st: &NetState, inner: &mut Inner, cmd: u8, buf: &[u8]) -> 
             ))
         }
     }
-    st.map_changed(inner);
     Ok(())
 }
 
@@ -501,7 +539,7 @@ pub(crate) unsafe fn do_cmd(
                 return Err(reject(ENOENT, kernel::c_str!("no such host"), off));
             };
             let mut msg = start(cmd)?;
-            match fill_host(inner, idx as u32, 0, &mut msg) {
+            match fill_host(inner, None, idx as u32, 0, &mut msg) {
                 Ok(Fill::Done) => msg.end(),
                 Ok(Fill::Partial(_)) | Err(_) => return Err(msg_size()),
             }
@@ -519,81 +557,5 @@ pub(crate) unsafe fn do_cmd(
         }
         _ => command(st, inner, cmd, buf)?,
     }
-    Ok(())
-}
-
-/// Outcome of filling one host message.
-pub(crate) enum Fill {
-    /// The host is complete in this message.
-    Done,
-    /// The skb filled up; continue with this member offset.
-    Partial(u32),
-}
-
-/// Writes host `idx` starting at its `member_off`-th member.
-pub(crate) fn fill_host(
-    inner: &Inner,
-    idx: u32,
-    member_off: u32,
-    msg: &mut Msg,
-) -> Result<Fill, MsgFull> {
-    let Some(h) = inner.hosts.get(idx as usize) else {
-        return Ok(Fill::Done);
-    };
-    msg.put_str(VMWLCH_A_HOST_NAME, h.name())?;
-    if member_off == 0 {
-        let (a, i, n) = inner.host_load(idx);
-        msg.put_u32(VMWLCH_A_HOST_WEIGHT, h.weight)?;
-        msg.put_u64(VMWLCH_A_HOST_ACTIVECONNS, a)?;
-        msg.put_u64(VMWLCH_A_HOST_INACTCONNS, i)?;
-        msg.put_u32(VMWLCH_A_HOST_DESTS, n)?;
-    }
-    let nest = msg.nest_start(VMWLCH_A_HOST_MEMBERS)?;
-    let mut k: u32 = 0;
-    let mut put: u32 = 0;
-    for m in inner.members.iter().filter(|m| m.host == idx) {
-        if k >= member_off {
-            if msg.put_bytes(VMWLCH_MEMBER_A_ADDR, m.addr.wire()).is_err() {
-                msg.nest_end(nest);
-                if put == 0 {
-                    return Err(MsgFull);
-                }
-                return Ok(Fill::Partial(k));
-            }
-            put += 1;
-        }
-        k += 1;
-    }
-    msg.nest_end(nest);
-    Ok(Fill::Done)
-}
-
-/// Writes the info reply; `current`: the published snapshot is current.
-pub(crate) fn fill_info(
-    inner: &Inner,
-    c: &RawCounters,
-    current: bool,
-    msg: &mut Msg,
-) -> Result<(), MsgFull> {
-    let (svcs, dests) = inner.counts();
-    msg.put_str(VMWLCH_A_INFO_VERSION, crate::VERSION.as_bytes())?;
-    msg.put_u32(VMWLCH_A_INFO_MAX_HOSTS, VMWLCH_MAX_HOSTS as u32)?;
-    msg.put_u32(VMWLCH_A_INFO_MAX_MEMBERS, VMWLCH_MAX_MEMBERS as u32)?;
-    msg.put_u32(VMWLCH_A_INFO_HOSTS, inner.hosts.len() as u32)?;
-    msg.put_u32(VMWLCH_A_INFO_MEMBERS, inner.members.len() as u32)?;
-    msg.put_u32(VMWLCH_A_INFO_SERVICES, svcs as u32)?;
-    msg.put_u32(VMWLCH_A_INFO_DESTS, dests as u32)?;
-    msg.put_u64(VMWLCH_A_INFO_DECISIONS, c.decisions)?;
-    msg.put_u64(VMWLCH_A_INFO_NO_DEST, c.no_dest)?;
-    msg.put_u32(VMWLCH_A_INFO_GENERATION, inner.generation)?;
-    let p = &inner.pace.stats;
-    msg.put_u64(VMWLCH_A_INFO_FALLBACKS, c.fallback)?;
-    msg.put_u64(VMWLCH_A_INFO_REBUILDS, p.rebuilds)?;
-    msg.put_u64(VMWLCH_A_INFO_DEFERRED, p.deferred)?;
-    msg.put_u64(VMWLCH_A_INFO_REBUILD_FAILURES, p.failures)?;
-    msg.put_u64(VMWLCH_A_INFO_REBUILD_RETRIES, p.retries)?;
-    msg.put_u64(VMWLCH_A_INFO_TRACK_FAILURES, p.track_failures)?;
-    msg.put_u32(VMWLCH_A_INFO_SNAPSHOT_CURRENT, u32::from(current))?;
-    msg.put_u64(VMWLCH_A_INFO_BUILD_NS, p.build_ns)?;
     Ok(())
 }

@@ -22,18 +22,22 @@
 //!   size of the table, while an isolated change (a health check's weight
 //!   edit, an operator's command) is still applied at once.
 //! * Netlink changes of the map rebuild at once (the new map is in effect
-//!   when the command returns); they do not make the previous snapshot
-//!   unsafe, so if that rebuild fails, the previous snapshot stays in use.
+//!   when the command returns); if that rebuild runs out of memory, the
+//!   command fails with ENOMEM, the previous map is put back and the
+//!   previous snapshot (which shows it) stays in use.
 //! * A failed rebuild (out of memory) keeps the previous snapshot where it is
 //!   still valid and plain wlc otherwise, counts the failure, logs it (rate
 //!   limited) and retries from the work item with a growing delay. A
 //!   destination whose `add_dest` ran out of memory is re-read from the
-//!   service's list at the next rebuild, and retried likewise.
+//!   service's list at the next rebuild, and retried likewise; until that
+//!   succeeds no snapshot is published (one without it would pass for
+//!   current), so decisions are plain wlc, which sees every destination.
 
+use kernel::alloc::AllocError;
 use kernel::prelude::*;
 use kernel::time::Ktime;
 
-use crate::ffi;
+use crate::ffi::{self, ip_vs_service};
 use crate::snapshot;
 use crate::state::{Inner, NetState};
 
@@ -64,6 +68,29 @@ pub(crate) struct PaceStats {
     pub(crate) build_ns: u64,
 }
 
+/// What a change leaves of the published snapshot.
+pub(crate) enum Stale {
+    /// Exact, or only outdated (a view lists a host for nothing, which
+    /// costs time, not correctness): still used until the rebuild.
+    No,
+    /// Wrong for this service only (its view may lack a destination or a
+    /// host): its decisions are plain wlc until the rebuild, while the other
+    /// services keep deciding host-aware (a change of one service must not
+    /// send every service to wlc under steady churn).
+    Service(*mut ip_vs_service),
+    /// Wrong for all: it may name a destination or service IPVS is about to
+    /// free.
+    All,
+}
+
+/// Why a rebuild published nothing (both: out of memory).
+enum Unbuilt {
+    /// A service's destinations could not be re-read.
+    Incomplete,
+    /// The snapshot could not be built.
+    NoMemory,
+}
+
 /// When the next rebuild may run, and what happened so far.
 pub(crate) struct Pace {
     /// The published snapshot does not show the latest change.
@@ -74,6 +101,8 @@ pub(crate) struct Pace {
     failing: u32,
     /// When a failure was last logged.
     logged: Option<i64>,
+    /// When the queued rebuild work is due (ktime ns), if it is queued.
+    queued: Option<i64>,
     pub(crate) stats: PaceStats,
 }
 
@@ -89,6 +118,7 @@ impl Pace {
             not_before: 0,
             failing: 0,
             logged: None,
+            queued: None,
             stats: PaceStats {
                 rebuilds: 0,
                 deferred: 0,
@@ -103,12 +133,20 @@ impl Pace {
 
 impl NetState {
     /// A scheduler callback changed the tracked set (or a destination's
-    /// weight); `stale`: the published snapshot must not be used any more.
+    /// weight); `stale`: what of the published snapshot may still be used.
     /// Called with `vmwlch_net.lock` held.
-    pub(crate) fn changed(&self, inner: &mut Inner, stale: bool) {
+    pub(crate) fn changed(&self, inner: &mut Inner, stale: Stale) {
         inner.generation = inner.generation.wrapping_add(1);
-        if stale {
-            self.invalidate(inner);
+        match stale {
+            Stale::No => {}
+            // A service without a view in the current snapshot (none
+            // published yet): nothing to mark, so nothing is used.
+            Stale::Service(svc) => {
+                if !self.stale_service(svc) {
+                    self.invalidate(inner);
+                }
+            }
+            Stale::All => self.invalidate(inner),
         }
         inner.pace.pending = true;
         let now = now_ns();
@@ -117,15 +155,28 @@ impl NetState {
             self.rebuild(inner, now);
         } else {
             inner.pace.stats.deferred += 1;
-            self.queue(wait);
+            self.queue(&mut inner.pace, now, wait);
         }
     }
 
-    /// A netlink command changed the map: rebuild at once.
-    pub(crate) fn map_changed(&self, inner: &mut Inner) {
+    /// A netlink command changed the map: build its snapshot at once, so
+    /// that the map is in effect when the command returns. `Err`: the build
+    /// ran out of memory and nothing was published; the caller puts the
+    /// previous map back (the published snapshot still shows that one) and
+    /// fails the command. A tracked set still incomplete after an earlier
+    /// `add_dest` failure is not the command's: the map stays and the
+    /// retry publishes it.
+    pub(crate) fn map_changed(&self, inner: &mut Inner) -> Result<(), AllocError> {
+        match self.build_publish(inner, now_ns()) {
+            Ok(()) => self.settled(inner),
+            Err(Unbuilt::Incomplete) => self.failed(inner, now_ns()),
+            Err(Unbuilt::NoMemory) => {
+                inner.pace.stats.failures += 1;
+                return Err(AllocError);
+            }
+        }
         inner.generation = inner.generation.wrapping_add(1);
-        inner.pace.pending = true;
-        self.rebuild(inner, now_ns());
+        Ok(())
     }
 
     /// An `add_dest` ran out of memory (the service will be re-read).
@@ -135,6 +186,7 @@ impl NetState {
 
     /// The rebuild work item (queued by [`NetState::queue`]).
     pub(crate) fn work(&self, inner: &mut Inner) {
+        inner.pace.queued = None;
         if !inner.pace.pending {
             return;
         }
@@ -142,7 +194,7 @@ impl NetState {
         let wait = inner.pace.not_before.saturating_sub(now);
         if wait > 0 {
             // Queued for an earlier deadline that a later rebuild moved on.
-            self.queue(wait);
+            self.queue(&mut inner.pace, now, wait);
             return;
         }
         if inner.pace.failing > 0 {
@@ -153,28 +205,40 @@ impl NetState {
 
     /// Builds and publishes the snapshot of the current state (`t0`: now).
     fn rebuild(&self, inner: &mut Inner, t0: i64) {
+        match self.build_publish(inner, t0) {
+            Ok(()) => self.settled(inner),
+            Err(_) => self.failed(inner, now_ns()),
+        }
+    }
+
+    /// Re-reads the services whose `add_dest` ran out of memory, then
+    /// builds and publishes the snapshot. Nothing is published unless every
+    /// destination IPVS has is in it: a snapshot missing one would be used
+    /// as current and never pick it.
+    fn build_publish(&self, inner: &mut Inner, t0: i64) -> Result<(), Unbuilt> {
         let resynced = if inner.needs_resync() {
             inner.resync()
         } else {
             Ok(())
         };
-        let built = snapshot::build(inner, inner.tracked_gen);
-        let t1 = now_ns();
-        let took = u64::try_from(t1.saturating_sub(t0)).unwrap_or(0);
-        inner.pace.stats.build_ns = inner.pace.stats.build_ns.saturating_add(took);
-        let Ok(snap) = built else {
-            self.failed(inner, t1);
-            return;
+        let built = match resynced {
+            Ok(()) => snapshot::build(inner, inner.tracked_gen).map_err(|_| Unbuilt::NoMemory),
+            Err(_) => Err(Unbuilt::Incomplete),
         };
-        self.publish(snap);
+        let t1 = now_ns();
         let p = &mut inner.pace;
+        let took = u64::try_from(t1.saturating_sub(t0)).unwrap_or(0);
+        p.stats.build_ns = p.stats.build_ns.saturating_add(took);
+        let snap = built?;
+        self.publish(snap);
         p.stats.rebuilds += 1;
         p.not_before = t1.saturating_add(t1.saturating_sub(t0).saturating_mul(RATIO));
-        if resynced.is_err() {
-            // Published without the destinations that could not be re-read.
-            self.failed(inner, t1);
-            return;
-        }
+        Ok(())
+    }
+
+    /// A rebuild published everything: nothing is pending any more.
+    fn settled(&self, inner: &mut Inner) {
+        let p = &mut inner.pace;
         if p.failing > 0 {
             pr_info!(
                 "scheduling snapshot rebuilt after {} failed attempts\n",
@@ -206,11 +270,19 @@ impl NetState {
                 if current { "the previous snapshot stays in use" } else { "decisions are plain wlc" }
             );
         }
-        self.queue(backoff);
+        self.queue(p, now, backoff);
     }
 
-    /// Queues the rebuild work to run in `wait_ns` (no-op if queued).
-    fn queue(&self, wait_ns: i64) {
+    /// Has the rebuild work run `wait_ns` after `now`, or earlier if it is
+    /// already queued for earlier. A later deadline replaces a queued one
+    /// (mod_delayed_work): a change after a failure's long backoff is not
+    /// held back by it.
+    fn queue(&self, p: &mut Pace, now: i64, wait_ns: i64) {
+        let due = now.saturating_add(wait_ns);
+        if p.queued.is_some_and(|q| q <= due) {
+            return;
+        }
+        p.queued = Some(due);
         let ms = wait_ns.saturating_add(999_999) / 1_000_000;
         let ms = u32::try_from(ms.max(1)).unwrap_or(u32::MAX);
         let jiffies = kernel::time::msecs_to_jiffies(ms);

@@ -48,6 +48,11 @@ use core::cmp::Ordering;
 #[path = "ties.rs"]
 mod ties;
 
+#[path = "host_cache.rs"]
+mod host_cache;
+
+/// The per-CPU host loads of the kernel's decisions.
+pub use host_cache::{HostCache, HostLoad};
 use ties::Least;
 
 /// Which load the host stage minimises.
@@ -108,6 +113,9 @@ pub fn overhead(l: &Live) -> u64 {
 pub struct Span {
     /// Host weight `W(h)`; 0 drains the host.
     pub weight: u32,
+    /// The host's number in the cluster, the key of [`Cluster::host_load`]
+    /// (a cluster that does not cache loads may put anything here).
+    pub host: u32,
     /// The host's destinations of every service: indices `[start, end)` of
     /// the destination table (the part beyond the table is ignored). Their
     /// counters make the aggregate load.
@@ -161,6 +169,22 @@ pub trait Cluster {
     fn counts(&self, dest: usize) -> (i32, i32);
     /// Weight, counters and flags of a destination.
     fn live(&self, dest: usize) -> Live;
+    /// `L(h)` of the host of `sp` for `vmwlch`: `sum` adds up the counters
+    /// of all its destinations. A cluster may instead answer what it summed
+    /// for that host a moment ago plus what it scheduled there since
+    /// ([`Cluster::scheduled`], [`HostCache`]): the kernel does, per CPU
+    /// within a jiffy, so that a decision does not read every destination of
+    /// every service on the service's hosts.
+    #[inline(always)]
+    fn host_load(&self, sp: &Span, sum: impl FnOnce() -> u64) -> u64 {
+        let _ = sp;
+        sum()
+    }
+    /// A `vmwlch` decision chose a destination on the host of `sp`.
+    #[inline(always)]
+    fn scheduled(&self, sp: &Span) {
+        let _ = sp;
+    }
 }
 
 /// A range of `u32` bounds, clamped to `len` (never inverted).
@@ -240,6 +264,60 @@ pub fn cmp_ratio(n1: u64, d1: u64, n2: u64, d2: u64) -> Ordering {
     a.cmp(&b)
 }
 
+/// IPVS `wlc` (`ip_vs_wlc.c`) over one service's destinations offered in
+/// list order: the first of positive weight that is not overloaded, then
+/// each later one that is not overloaded and has a strictly smaller
+/// overhead per weight. The module decides by it while no snapshot is
+/// current.
+///
+/// The products are exact ([`cmp_ratio`]) for every weight up to `i32::MAX`
+/// and every counter, so nothing wraps (with `CONFIG_RUST_OVERFLOW_CHECKS`
+/// a wrapped `i64` product is a panic in softirq). The choice is wlc's
+/// wherever wlc's own arithmetic is exact: its overhead is an `int`
+/// (`activeconns < 2^23`); beyond, wlc's wraps and this one does not.
+pub struct WlcLeast<T> {
+    /// The destination chosen so far, its overhead and weight.
+    least: Option<(T, u64, u64)>,
+}
+
+impl<T> WlcLeast<T> {
+    /// Nothing offered yet.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { least: None }
+    }
+
+    /// Offers the next destination of the service's list.
+    #[inline(always)]
+    pub fn offer(&mut self, dest: T, l: &Live) {
+        if l.overloaded {
+            return;
+        }
+        let (oh, w) = (overhead(l), u64::from(l.weight.max(0).unsigned_abs()));
+        let better = match &self.least {
+            None => w > 0,
+            // oh / w < loh / lw, as wlc's `loh * w > oh * lw`.
+            Some((_, loh, lw)) => cmp_ratio(oh, w, *loh, *lw) == Ordering::Less,
+        };
+        if better {
+            self.least = Some((dest, oh, w));
+        }
+    }
+
+    /// wlc's choice among the destinations offered (`None` if none is eligible).
+    #[must_use]
+    pub fn least(self) -> Option<T> {
+        self.least.map(|(d, _, _)| d)
+    }
+}
+
+impl<T> Default for WlcLeast<T> {
+    /// Nothing offered yet.
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A candidate: `load / weight` is its ratio.
 #[derive(Clone, Copy)]
 struct Pick {
@@ -306,39 +384,47 @@ fn offer<R: FnMut() -> u32>(best: &mut Pick, ties: &mut u32, cand: Pick, rng: &m
 /// `AGGREGATE`, else the service's own), as [`load`].
 #[inline(always)]
 fn span_load<const AGGREGATE: bool, C: Cluster>(c: &C, v: &View<'_>, sp: &Span) -> u64 {
+    if AGGREGATE {
+        return c.host_load(sp, || host_sum(c, sp));
+    }
     // Each term is an i32 and there are fewer than 2^32 of them: no i64 wraps.
     let (mut active, mut inactive) = (0i64, 0i64);
-    if AGGREGATE {
-        // A range beyond the table is cut at its end; an inverted one is empty.
-        let end = (sp.end as usize).min(c.dest_count());
-        let mut d = sp.start as usize;
-        // Two destinations per step: half the loop's own instructions
-        // (what emulation weighs). `d < end` bounds both sums below usize::MAX.
-        while d.wrapping_add(1) < end {
-            let (a0, i0) = c.counts(d);
-            let (a1, i1) = c.counts(d.wrapping_add(1));
-            active = active
-                .wrapping_add(i64::from(a0))
-                .wrapping_add(i64::from(a1));
-            inactive = inactive
-                .wrapping_add(i64::from(i0))
-                .wrapping_add(i64::from(i1));
-            d = d.wrapping_add(2);
-        }
-        if d < end {
+    for &d in own(v, sp) {
+        let d = d as usize;
+        if d < c.dest_count() {
             let (a, i) = c.counts(d);
             active = active.wrapping_add(i64::from(a));
             inactive = inactive.wrapping_add(i64::from(i));
         }
-    } else {
-        for &d in own(v, sp) {
-            let d = d as usize;
-            if d < c.dest_count() {
-                let (a, i) = c.counts(d);
-                active = active.wrapping_add(i64::from(a));
-                inactive = inactive.wrapping_add(i64::from(i));
-            }
-        }
+    }
+    load(active, inactive)
+}
+
+/// Load of a host: the counters of all its destinations summed, as [`load`].
+#[inline(always)]
+fn host_sum<C: Cluster>(c: &C, sp: &Span) -> u64 {
+    // Each term is an i32 and there are fewer than 2^32 of them: no i64 wraps.
+    let (mut active, mut inactive) = (0i64, 0i64);
+    // A range beyond the table is cut at its end; an inverted one is empty.
+    let end = (sp.end as usize).min(c.dest_count());
+    let mut d = sp.start as usize;
+    // Two destinations per step: half the loop's own instructions
+    // (what emulation weighs). `d < end` bounds both sums below usize::MAX.
+    while d.wrapping_add(1) < end {
+        let (a0, i0) = c.counts(d);
+        let (a1, i1) = c.counts(d.wrapping_add(1));
+        active = active
+            .wrapping_add(i64::from(a0))
+            .wrapping_add(i64::from(a1));
+        inactive = inactive
+            .wrapping_add(i64::from(i0))
+            .wrapping_add(i64::from(i1));
+        d = d.wrapping_add(2);
+    }
+    if d < end {
+        let (a, i) = c.counts(d);
+        active = active.wrapping_add(i64::from(a));
+        inactive = inactive.wrapping_add(i64::from(i));
     }
     load(active, inactive)
 }
@@ -470,7 +556,15 @@ fn fast_scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
     match v.spans.get(id) {
         // Second pass: the chosen host's eligible destination of the
         // service with the least overhead/weight.
-        Some(sp) => least_vm(c, own(v, sp), rng).map_or(Fast::Recheck, Fast::Chosen),
+        Some(sp) => match least_vm(c, own(v, sp), rng) {
+            Some(d) => {
+                if AGGREGATE {
+                    c.scheduled(sp);
+                }
+                Fast::Chosen(d)
+            }
+            None => Fast::Recheck,
+        },
         None => v
             .solo
             .get(id.wrapping_sub(v.spans.len()))
@@ -526,6 +620,9 @@ fn exact_scan<const AGGREGATE: bool, C: Cluster, R: FnMut() -> u32>(
         // An implicit host: its destination.
         return Some(best.dest);
     };
+    if AGGREGATE {
+        c.scheduled(sp);
+    }
     // Should the counters have changed so that none is eligible any more,
     // the first pass's find stands.
     Some(least_vm(c, own(v, sp), rng).unwrap_or(best.dest))

@@ -14,17 +14,22 @@
 //! contiguous pages are not to be had. A failure is handled (the caller
 //! keeps serving and retries), so the allocations do not warn.
 
+use core::sync::atomic::{AtomicBool, Ordering};
+
 use kernel::alloc::{AllocError, Flags};
 use kernel::prelude::*;
 
-use crate::ffi::{self, ip_vs_dest, ip_vs_service, RcuHead};
-use crate::select::{Cluster, Live, Scope, Span, View};
+use crate::ffi::{self, ip_vs_dest, ip_vs_service, CpuLoads, RcuHead};
+use crate::select::{Cluster, HostCache, Live, Scope, Span, View};
 use crate::state::Inner;
 
-/// Allocation flags for tables whose allocation failure is handled.
+/// Allocation flags for tables whose allocation failure is handled. They
+/// grow with what a namespace's netlink and IPVS requests ask for (a user
+/// namespace can drive them), so they are charged to the requester's
+/// memory cgroup (`__GFP_ACCOUNT`; the rebuild work's charges go to root).
 #[inline]
 pub(crate) fn nowarn() -> Flags {
-    GFP_KERNEL | __GFP_NOWARN
+    GFP_KERNEL_ACCOUNT | __GFP_NOWARN
 }
 
 /// A destination in a snapshot: the IPVS destination it stands for.
@@ -63,7 +68,6 @@ impl SnapDest {
 }
 
 /// Where one service's view lies in a snapshot's tables.
-#[derive(Clone, Copy)]
 struct SvcView {
     /// The service (`struct ip_vs_service *` as an integer: the core's key).
     svc: usize,
@@ -74,6 +78,9 @@ struct SvcView {
     members: (u32, u32),
     /// See `members`.
     solo: (u32, u32),
+    /// A change made the view wrong (`Snapshot::mark_stale`): the service
+    /// decides by plain wlc until the next snapshot.
+    stale: AtomicBool,
 }
 
 /// An immutable view for `schedule()`: every tracked destination, grouped
@@ -94,7 +101,13 @@ pub(crate) struct Snapshot {
     /// view, or [`NO_VIEW`]. A decision finds its view in O(1), not by a
     /// search over every service.
     by_slot: KVVec<u32>,
+    /// Per CPU, the loads of the hosts (by host index) summed this jiffy
+    /// (`host_cache.rs`); `None`: summed in every decision.
+    loads: Option<CpuLoads>,
 }
+
+/// The service's view in a snapshot was marked stale.
+pub(crate) struct StaleView;
 
 /// A slot without a view in [`Snapshot::by_slot`].
 const NO_VIEW: u32 = u32::MAX;
@@ -119,36 +132,51 @@ impl Snapshot {
     /// to it whenever this snapshot is current; the search covers the rest
     /// (few services, or a race with the service's `done_service`).
     #[inline(always)]
-    fn view_of(&self, service: usize, slot: usize) -> View<'_> {
+    fn view_of(&self, service: usize, slot: usize) -> Option<&SvcView> {
         let by_slot = slot
             .checked_sub(1)
             .and_then(|i| self.by_slot.get(i))
             .and_then(|&i| self.views.get(i as usize))
             .filter(|v| v.svc == service);
-        match by_slot.or_else(|| self.views.get(find_view(&self.views, service)?)) {
-            Some(v) => View {
-                spans: sub(&self.spans, v.spans),
-                members: sub(&self.members, v.members),
-                solo: sub(&self.members, v.solo),
-            },
-            None => View::EMPTY,
+        by_slot.or_else(|| self.views.get(find_view(&self.views, service)?))
+    }
+
+    /// The tables of a view.
+    #[inline(always)]
+    fn tables(&self, v: &SvcView) -> View<'_> {
+        View {
+            spans: sub(&self.spans, v.spans),
+            members: sub(&self.members, v.members),
+            solo: sub(&self.members, v.solo),
         }
+    }
+
+    /// Marks `svc`'s view stale (see [`SvcView::stale`]); `false` if it has
+    /// none. Called with `vmwlch_net.lock` held.
+    pub(crate) fn mark_stale(&self, svc: usize) -> bool {
+        let Some(v) = find_view(&self.views, svc).and_then(|i| self.views.get(i)) else {
+            return false;
+        };
+        v.stale.store(true, Ordering::Relaxed);
+        true
     }
 }
 
-/// A snapshot as one decision reads it, with the slot of the decision's
-/// service read beforehand ([`Snapshot::select`]).
+/// A snapshot as one decision reads it: the view of the decision's service
+/// and this CPU's host loads ([`Snapshot::select`]).
 struct Deciding<'a> {
     snap: &'a Snapshot,
-    slot: usize,
+    view: View<'a>,
+    cache: HostCache<'a>,
 }
 
 // The scheduling loop calls these per destination: always inline (the test
 // kernels, like tinyconfig, optimise for size and would not).
 impl Cluster for Deciding<'_> {
+    /// The decision's service's (the only one asked).
     #[inline(always)]
-    fn view(&self, service: usize) -> View<'_> {
-        self.snap.view_of(service, self.slot)
+    fn view(&self, _service: usize) -> View<'_> {
+        self.view
     }
 
     #[inline(always)]
@@ -190,6 +218,16 @@ impl Cluster for Deciding<'_> {
                 overloaded: d.field(DEST_FLAGS) as u32 & ffi::IP_VS_DEST_F_OVERLOAD != 0,
             }
         }
+    }
+
+    #[inline(always)]
+    fn host_load(&self, sp: &Span, sum: impl FnOnce() -> u64) -> u64 {
+        self.cache.load(sp.host, sum)
+    }
+
+    #[inline(always)]
+    fn scheduled(&self, sp: &Span) {
+        self.cache.scheduled(sp.host)
     }
 }
 
@@ -356,6 +394,8 @@ fn views(inner: &Inner, segs: &[Seg]) -> Result<Views, AllocError> {
             spans.push(
                 Span {
                     weight,
+                    // A mapped host's key is its index in `inner.hosts`.
+                    host: key as u32,
                     start: host.0,
                     end: host.1,
                     own_start: m,
@@ -377,6 +417,7 @@ fn views(inner: &Inner, segs: &[Seg]) -> Result<Views, AllocError> {
             spans: (span_start, spans.len() as u32),
             members: (member_start, solo_start),
             solo: (solo_start, members.len() as u32),
+            stale: AtomicBool::new(false),
         };
         views.push(view, nowarn())?;
     }
@@ -408,6 +449,8 @@ pub(crate) fn build(inner: &Inner, gen: u32) -> Result<KBox<Snapshot>, AllocErro
     drop(keyed);
     let v = views(inner, &segs)?;
     let by_slot = by_slot(inner, &v.views)?;
+    // Best effort: without it decisions are the same, only slower.
+    let loads = CpuLoads::new(inner.hosts.len());
     KBox::new(
         Snapshot {
             rcu: RcuHead::default(),
@@ -417,13 +460,16 @@ pub(crate) fn build(inner: &Inner, gen: u32) -> Result<KBox<Snapshot>, AllocErro
             members: v.members,
             views: v.views,
             by_slot,
+            loads,
         },
         nowarn(),
     )
 }
 
 impl Snapshot {
-    /// The destination for a new connection to `svc`, if one is eligible.
+    /// The destination for a new connection to `svc`, if one is eligible;
+    /// `cost`: what it adds to its host's load (`host_cache.rs`).
+    /// `Err`: the service's view is stale, decide otherwise.
     ///
     /// Runs under `rcu_read_lock()`: no sleeping, no allocation.
     ///
@@ -437,7 +483,8 @@ impl Snapshot {
         svc: *mut ip_vs_service,
         scope: Scope,
         seed: u64,
-    ) -> Option<*mut ip_vs_dest> {
+        cost: u32,
+    ) -> Result<Option<*mut ip_vs_dest>, StaleView> {
         // Few services: a search is as cheap as the slot, left unread.
         let slot = if self.views.len() > SEARCH_MAX {
             // SAFETY: `svc` is live and ours (contract).
@@ -445,11 +492,24 @@ impl Snapshot {
         } else {
             0
         };
-        let d = Deciding { snap: self, slot };
+        let view = match self.view_of(svc as usize, slot) {
+            Some(v) if v.stale.load(Ordering::Relaxed) => return Err(StaleView),
+            Some(v) => self.tables(v),
+            None => View::EMPTY,
+        };
+        let guard = self.loads.as_ref().map(CpuLoads::this_cpu);
+        let entries = guard.as_ref().map_or(&[][..], |g| g.entries);
+        let d = Deciding {
+            snap: self,
+            view,
+            cache: HostCache::new(entries, ffi::tick(), u64::from(cost)),
+        };
         let mut ties = TieRandom::new(seed);
-        crate::select::select(&d, svc as usize, scope, &mut || ties.next())
-            .and_then(|i| self.dests.get(i))
-            .map(|d| d.0)
+        Ok(
+            crate::select::select(&d, svc as usize, scope, &mut || ties.next())
+                .and_then(|i| self.dests.get(i))
+                .map(|d| d.0),
+        )
     }
 
     /// Frees `this` after an RCU grace period.

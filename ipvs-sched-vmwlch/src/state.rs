@@ -32,7 +32,7 @@ use kernel::prelude::*;
 use crate::ffi::{self, ip_vs_dest, ip_vs_service};
 use crate::pace::Pace;
 use crate::select::Scope;
-use crate::snapshot::{nowarn, Snapshot};
+use crate::snapshot::{self, nowarn, Snapshot};
 use crate::uapi::*;
 
 /// A real-server address: family and 16 bytes (IPv4 in the first 4).
@@ -138,7 +138,7 @@ struct Svc {
 
 /// State written under `vmwlch_net.lock`.
 pub(crate) struct Inner {
-    pub(crate) hosts: KVec<Host>,
+    pub(crate) hosts: KVVec<Host>,
     pub(crate) members: KVVec<Member>,
     /// Tracked services by slot (see the invariants).
     svcs: KVVec<Option<Svc>>,
@@ -529,7 +529,7 @@ impl NetState {
                 gen: AtomicU32::new(0),
                 vn,
                 inner: UnsafeCell::new(Inner {
-                    hosts: KVec::new(),
+                    hosts: KVVec::new(),
                     members: KVVec::new(),
                     svcs: KVVec::new(),
                     free: KVVec::new(),
@@ -540,7 +540,7 @@ impl NetState {
                     pace: Pace::new(),
                 }),
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 
@@ -566,6 +566,19 @@ impl NetState {
     pub(crate) fn invalidate(&self, inner: &mut Inner) {
         inner.tracked_gen = inner.tracked_gen.wrapping_add(1);
         self.gen.store(inner.tracked_gen, Ordering::Release);
+    }
+
+    /// Marks `svc`'s view in the published snapshot stale: its decisions
+    /// are plain wlc until the next one, while other services keep using it
+    /// (called with `vmwlch_net.lock` held). `false`: no current snapshot
+    /// has a view of `svc` to mark.
+    pub(crate) fn stale_service(&self, svc: *mut ip_vs_service) -> bool {
+        let p = self.snap.load(Ordering::Acquire);
+        // SAFETY: called with `vmwlch_net.lock` held: only writers under it
+        // unpublish (and then retire) snapshots.
+        unsafe { p.as_ref() }.is_some_and(|s| {
+            s.gen == self.gen.load(Ordering::Relaxed) && s.mark_stale(svc as usize)
+        })
     }
 
     /// Whether the published snapshot is current.
@@ -605,6 +618,7 @@ impl NetState {
         svc: *mut ip_vs_service,
         scope: Scope,
         seed: u64,
+        cost: u32,
     ) -> Decision {
         // Acquire pairs with the Release in `swap` (rcu_dereference).
         let p = self.snap.load(Ordering::Acquire);
@@ -621,9 +635,11 @@ impl NetState {
             return Decision::Stale;
         }
         // SAFETY: `svc` is live and ours (contract).
-        match unsafe { snap.select(svc, scope, seed) } {
-            Some(d) => Decision::Chosen(d),
-            None => Decision::NoDest,
+        match unsafe { snap.select(svc, scope, seed, cost) } {
+            Ok(Some(d)) => Decision::Chosen(d),
+            Ok(None) => Decision::NoDest,
+            // The service's view was marked stale (`stale_service`).
+            Err(snapshot::StaleView) => Decision::Stale,
         }
     }
 }

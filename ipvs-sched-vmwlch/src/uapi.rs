@@ -48,5 +48,6 @@ pub(crate) const VMWLCH_A_INFO_REBUILD_RETRIES: u16 = 23;
 pub(crate) const VMWLCH_A_INFO_TRACK_FAILURES: u16 = 24;
 pub(crate) const VMWLCH_A_INFO_SNAPSHOT_CURRENT: u16 = 25;
 pub(crate) const VMWLCH_A_INFO_BUILD_NS: u16 = 26;
+pub(crate) const VMWLCH_A_INFO_HOST_AWARE: u16 = 27;
 
 pub(crate) const VMWLCH_MEMBER_A_ADDR: u16 = 1;

@@ -29,6 +29,7 @@ mod uapi;
 mod wlc;
 
 use ffi::{ip_vs_dest, ip_vs_service, sk_buff, Msg};
+use pace::Stale;
 use state::{Decision, Inner, NetState};
 
 /// Version reported by `VMWLCH_CMD_GET_INFO`.
@@ -80,13 +81,13 @@ unsafe fn state<'a>(p: *mut c_void) -> &'a NetState {
 }
 
 /// A scheduler callback's change of the tracked services and destinations;
-/// `change` says whether the published snapshot is stale (`Some(true)`),
-/// only outdated (`Some(false)`) or unaffected (`None`).
+/// `change` says what it leaves of the published snapshot ([`Stale`]), or
+/// `None` if it does not affect it.
 ///
 /// # Safety
 ///
 /// As for [`state`]; called with `vmwlch_net.lock` held.
-unsafe fn edit(p: *mut c_void, change: impl FnOnce(&NetState, &mut Inner) -> Option<bool>) {
+unsafe fn edit(p: *mut c_void, change: impl FnOnce(&NetState, &mut Inner) -> Option<Stale>) {
     // SAFETY: per the contract.
     let st = unsafe { state(p) };
     // SAFETY: `vmwlch_net.lock` is held.
@@ -147,7 +148,7 @@ unsafe extern "C" fn vmwlch_rs_init_service(
     match unsafe { inner.init_service(svc) } {
         Ok(()) => {
             // The snapshot has no view of the new service: stale.
-            st.changed(inner, true);
+            st.changed(inner, Stale::All);
             0
         }
         Err(e) => e.to_errno(),
@@ -164,7 +165,7 @@ unsafe extern "C" fn vmwlch_rs_done_service(st: *mut c_void, svc: *mut ip_vs_ser
     let untrack = |_: &NetState, inner: &mut Inner| {
         inner.done_service(svc);
         // IPVS frees the service's destinations after this: stale.
-        Some(true)
+        Some(Stale::All)
     };
     // SAFETY: per the contract.
     unsafe { edit(st, untrack) };
@@ -188,8 +189,10 @@ unsafe extern "C" fn vmwlch_rs_add_dest(
             // next rebuild (and retried until that succeeds).
             st.track_failed(inner);
         }
-        // Not in the snapshot: stale until one that has it is published.
-        Some(true)
+        // Not in the snapshot: the service's view is stale until one that
+        // has it is published. The others' host loads miss its connections
+        // (none yet) until then.
+        Some(Stale::Service(svc))
     };
     // SAFETY: per the contract.
     unsafe { edit(st, track) };
@@ -210,7 +213,7 @@ unsafe extern "C" fn vmwlch_rs_del_dest(
         inner.del_dest(svc, dest);
         // IPVS frees it after a grace period: no decision may use a
         // snapshot that names it from now on.
-        Some(true)
+        Some(Stale::All)
     };
     // SAFETY: per the contract.
     unsafe { edit(st, untrack) };
@@ -227,10 +230,20 @@ unsafe extern "C" fn vmwlch_rs_upd_dest(
     svc: *mut ip_vs_service,
     dest: *mut ip_vs_dest,
 ) {
-    // Only a weight that becomes positive or stops being so matters (see
-    // `Inner::upd_dest`); other edits leave the snapshot exact.
-    // SAFETY: the IPVS config mutex is held (contract).
-    let weight = |_: &NetState, inner: &mut Inner| unsafe { inner.upd_dest(svc, dest) };
+    // Only a weight that becomes positive (the service's view may lack its
+    // host) or stops being so (outdated) matters (see `Inner::upd_dest`);
+    // other edits leave the snapshot exact. Other services' views do not
+    // depend on this service's weights.
+    let weight = |_: &NetState, inner: &mut Inner| {
+        // SAFETY: the IPVS config mutex is held (contract).
+        unsafe { inner.upd_dest(svc, dest) }.map(|positive| {
+            if positive {
+                Stale::Service(svc)
+            } else {
+                Stale::No
+            }
+        })
+    };
     // SAFETY: per the contract.
     unsafe { edit(st, weight) };
 }
@@ -264,6 +277,7 @@ unsafe extern "C" fn vmwlch_rs_schedule(
     svc: *mut ip_vs_service,
     kind: c_int,
     seed: u64,
+    cost: u32,
     fallback: *mut c_int,
 ) -> *mut ip_vs_dest {
     let decision = if st.is_null() {
@@ -271,7 +285,7 @@ unsafe extern "C" fn vmwlch_rs_schedule(
     } else {
         // SAFETY: per the contract: `st` is a live state, `svc` is live and
         // bound to our scheduler, inside IPVS's RCU read-side section.
-        unsafe { state(st).schedule(svc, scope(kind), seed) }
+        unsafe { state(st).schedule(svc, scope(kind), seed, cost) }
     };
     match decision {
         Decision::Chosen(d) => d,
@@ -349,15 +363,45 @@ unsafe extern "C" fn vmwlch_rs_generation(st: *mut c_void) -> u32 {
     unsafe { state(st).inner_mut() }.generation
 }
 
+/// Every host's figures for one part of a GET_HOST dump (NULL: out of memory).
+///
+/// # Safety
+///
+/// `st` is a live state and `vmwlch_net.lock` is held.
+#[no_mangle]
+unsafe extern "C" fn vmwlch_rs_dump_index(st: *mut c_void) -> *mut c_void {
+    // SAFETY: per the contract.
+    let inner = unsafe { state(st).inner_mut() };
+    match nl::HostIndex::build(inner) {
+        Ok(b) => KBox::into_raw(b).cast(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// Frees what [`vmwlch_rs_dump_index`] returned (NULL: nothing).
+///
+/// # Safety
+///
+/// `index` came from `vmwlch_rs_dump_index` and is not used afterwards.
+#[no_mangle]
+unsafe extern "C" fn vmwlch_rs_dump_index_free(index: *mut c_void) {
+    if !index.is_null() {
+        // SAFETY: per the contract we own it again.
+        drop(unsafe { KBox::from_raw(index.cast::<nl::HostIndex>()) });
+    }
+}
+
 /// Writes one host message into `skb` (see glue.h for the return values).
 ///
 /// # Safety
 ///
-/// `st` is a live state, `vmwlch_net.lock` is held, `skb` is a writable skb
-/// owned by the caller, `member_off` is writable.
+/// `st` is a live state, `vmwlch_net.lock` is held, `index` is NULL or came
+/// from `vmwlch_rs_dump_index` under this hold of the lock, `skb` is a
+/// writable skb owned by the caller, `member_off` is writable.
 #[no_mangle]
 unsafe extern "C" fn vmwlch_rs_fill_host(
     st: *mut c_void,
+    index: *mut c_void,
     idx: u32,
     member_off: *mut u32,
     skb: *mut sk_buff,
@@ -377,7 +421,9 @@ unsafe extern "C" fn vmwlch_rs_fill_host(
     else {
         return -(kernel::bindings::EMSGSIZE as c_int);
     };
-    match nl::fill_host(inner, idx, off, &mut msg) {
+    // SAFETY: NULL or a live index of this state as it is (contract).
+    let index = unsafe { index.cast::<nl::HostIndex>().as_ref() };
+    match nl::fill_host(inner, index, idx, off, &mut msg) {
         Ok(nl::Fill::Done) => {
             msg.end();
             0

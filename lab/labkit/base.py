@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -100,3 +101,24 @@ async def json_lines(proc):
 def write(path, value):
     with open(path, "w") as f:
         f.write(str(value))
+
+
+# A fixed piece of Python work and what it took (median ms, 2026-12-06) in the test VM on
+# the development machine, with the active-active lab's load running, when
+# the lab's time bounds were set. Bounds on times measured in an emulated VM
+# scale with how much slower this run executes the same work (never below
+# 1): a slower host or a busier VM stretches every reaction alike.
+SPEED_REF_MS = 1690.0
+
+
+def speed_factor(runs=5):
+    """(median ms of the fixed work over RUNS, factor against SPEED_REF_MS)."""
+    took = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        x = 0
+        for k in range(200_000):
+            x ^= k * 7
+        took.append(1000 * (time.perf_counter() - t))
+    ms = sorted(took)[len(took) // 2]
+    return round(ms, 1), round(max(1.0, ms / SPEED_REF_MS), 2)

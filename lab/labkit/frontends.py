@@ -6,7 +6,12 @@ from .base import GW, HOSTS, SENSOR_PORT, VIP, VMS, WEB_PORT
 
 # ---------------------------------------------------------------- front ends
 
-def ka_config(i, sched, advert_ms=100):
+# A service without traffic on the web VMs, whose weights `_churn` phases
+# change constantly (lab.py --schedulers vmwlch,vmwlch_churn).
+CHURN_PORT = 8081
+
+
+def ka_config(i, sched, advert_ms=100, churn_service=False):
     prio = 200 if i == 1 else 100
     # real-time event loop: the lab keeps the VM busy, and adverts must not wait
     y = ["global:", "  metrics_listen: 127.0.0.1:9650", "  realtime_priority: 50", "vrrp:"]
@@ -20,6 +25,10 @@ def ka_config(i, sched, advert_ms=100):
         y += [f"  # {svc}", "  - protocol: tcp", f"    address: {VIP}", f"    port: {port}",
               f"    scheduler: {sched}", "    dests:"]
         y += [f"      - {{ address: {v['addr']}, forward: masq }}" for v in VMS if v["service"] == svc]
+    if churn_service:
+        y += ["  # churn: no traffic, weights changed under the others' load", "  - protocol: tcp",
+              f"    address: {VIP}", f"    port: {CHURN_PORT}", f"    scheduler: {sched}", "    dests:"]
+        y += [f"      - {{ address: {v['addr']}, forward: masq }}" for v in VMS if v["service"] == "web"]
     y += ["hosts:"]
     for h, _, w in HOSTS:
         y += [f"  - name: {h}", f"    weight: {w}",

@@ -63,10 +63,34 @@ def scenario(n_dests, per_host, conns, iters, rows, others=0):
     lab.close()
 
 
+def colocated(services, vms, n_hosts, iters, rows):
+    """A real cluster's shape: SERVICES services of VMS VMs each, all on the
+    same N_HOSTS hosts (each host runs VMS / N_HOSTS VMs of every service).
+    The first service is timed: wlc reads its VMS destinations, vmwlch needs
+    every host's load over all services (the module's per-CPU host loads)."""
+    n = services * vms
+    addrs = [f"10.1.{1 + i // 250}.{i % 250 + 1}" for i in range(n)]
+    lab = Lab(f"c{n}", rs_addrs4=[], port=80)
+    batch = "".join(f"addr add {a}/16 dev r0\n" for a in addrs)
+    subprocess.run(["ip", "-n", lab.rs, "-batch", "-"], input=batch, text=True, check=True)
+    restore = ""
+    for s in range(services):
+        restore += f"-A -t 10.0.0.1:{1000 + s} -s vmwlch\n" + "".join(
+            f"-a -t 10.0.0.1:{1000 + s} -r {addrs[s * vms + k]}:80 -m -w {1 + k % 3}\n" for k in range(vms))
+    subprocess.run(
+        ["ip", "netns", "exec", lab.lb, "ipvsadm", "-R"], input=restore, text=True, check=True)
+    hosts = {f"h{h}": (1 + h % 4, [addrs[s * vms + k] for s in range(services) for k in range(vms)
+                                   if k % n_hosts == h]) for h in range(n_hosts)}
+    Vmwlch(lab.lb).replace(hosts)
+    rows.append((n, n_hosts, f"{services}x{vms} co-located") + bench(lab, iters))
+    lab.close()
+
+
 def run_all():
     rows = []
     scenario(20, 4, 200, 200000, rows)
     scenario(1000, 20, 1200, 5000, rows)
+    colocated(50, 20, 10, 50000, rows)
     if OTHER_SERVICES:
         scenario(20, 4, 0, 200000, rows, others=OTHER_SERVICES)
     return rows
@@ -80,7 +104,7 @@ def print_table(rows):
     for d, hs, load, h, w, hc, wc in rows:
         print(f"{d:>6} {hs:>6} {load:<18} {h:>14} ns {w:>6} {h / max(w, 1):>6.2f}"
               f"  {hc:>15} ns {wc:>6} {hc / max(wc, 1):>6.2f}")
-    by = {(r[0], r[2].startswith("idle")): r for r in rows if "svcs" not in r[2]}
+    by = {(r[0], r[2].startswith("idle")): r for r in rows if "svcs" not in r[2] and "co-located" not in r[2]}
     for idle in (True, False):
         a, b = by[(20, idle)], by[(1000, idle)]
         print(f"growth 20 -> 1000 destinations ({'idle' if idle else 'loaded'}, x50 destinations): "

@@ -19,9 +19,13 @@ destinations, whatever the snapshot's state); GET_INFO counted failures and
 retries; once the injection stops, the snapshot becomes current and the
 module tracks exactly the destinations IPVS has (a destination whose
 add_dest ran out of memory is tracked after all); then every decision again
-matches the algorithm. The kernel log check of scripts/vm.sh catches any
+matches the algorithm. Then map commands one at a time under the same
+injection: each takes effect with a new snapshot, or fails with ENOMEM
+and changes nothing. The kernel log check of scripts/vm.sh catches any
 splat. Bounded in count and time.
 """
+import errno
+import json
 import os
 import random
 import socket
@@ -34,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from decisions import allowed  # noqa: E402
 from ipvslab import Lab, wait_total  # noqa: E402
-from vmwlch_nl import C, Vmwlch, host_attrs, nla_str, parse_attrs  # noqa: E402
+from vmwlch_nl import C, NetlinkError, Vmwlch, host_attrs, nla_str, parse_attrs  # noqa: E402
 
 DBG = "/sys/kernel/debug"
 DURATION = float(os.environ.get("FAULT_SECONDS", "30"))
@@ -49,16 +53,16 @@ def knobs(name, **kv):
             f.write(f"{v}\n")
 
 
-def inject(on):
+def inject(on, probability=15):
     """Random failures of the flagged tasks' allocations (or none): every
     slab allocation, and page allocations of order 1 and more (kmalloc of
     large tables; not page tables or user pages, nor vmalloc's highmem
     pages: failing those only makes user space retry its page faults)."""
     if on:
-        knobs("failslab", task_filter="Y", ignore_gfp_wait="N", probability=15, interval=1,
+        knobs("failslab", task_filter="Y", ignore_gfp_wait="N", probability=probability, interval=1,
               times=-1, space=0, verbose=0)
         knobs("fail_page_alloc", task_filter="Y", ignore_gfp_wait="N", ignore_gfp_highmem="Y",
-              min_order=1, probability=15, interval=1, times=-1, space=0, verbose=0)
+              min_order=1, probability=probability, interval=1, times=-1, space=0, verbose=0)
     else:
         for name in ("failslab", "fail_page_alloc"):
             knobs(name, probability=0, times=0)
@@ -164,6 +168,76 @@ def worker(ns, seed, seconds):
     print(f"worker: {sent} requests, {ok} ok, {failed} rejected, {lost} without an answer", flush=True)
 
 
+def map_worker(ns, tries):
+    """SET_HOST commands one at a time, each with the allocations of this
+    (flagged) task failing at random: each must either take effect with a
+    new snapshot, or fail and change nothing (the map as before, no snapshot
+    published). Prints the outcome as JSON for main()."""
+    nl = Vmwlch(ns)
+    nl.s.settimeout(2.0)
+    res = {"ok": 0, "enomem": 0, "build_enomem": 0, "lost": 0, "bad": []}
+    flag = os.open("/proc/self/make-it-fail", os.O_WRONLY)
+    for i in range(tries):
+        before, old = nl.info(), nl.hosts()["h3"]["weight"]
+        new = old % 9 + 1
+        os.write(flag, b"1")
+        try:
+            nl.set_host("h3", new)
+            err = 0
+        except NetlinkError as e:
+            err = e.errno
+        except OSError:
+            err = None  # the ack itself was lost to a failed allocation
+        finally:
+            os.write(flag, b"0")
+        after, now = nl.info(), nl.hosts()["h3"]["weight"]
+        published = after["rebuilds"] - before["rebuilds"]
+        if err is None:
+            res["lost"] += 1
+            err = 0 if now == new else errno.ENOMEM
+        if err == 0:
+            res["ok"] += 1
+            if now != new or published != 1:
+                res["bad"].append(f"{i}: succeeded, weight {now} (want {new}), {published} snapshots published")
+        elif err == errno.ENOMEM:
+            res["enomem"] += 1
+            res["build_enomem"] += after["rebuild_failures"] > before["rebuild_failures"]
+            if now != old or published:
+                res["bad"].append(f"{i}: ENOMEM, yet weight {now} (was {old}), {published} snapshots published")
+        else:
+            res["bad"].append(f"{i}: unexpected error {errno.errorcode.get(err, err)}")
+        if after["snapshot_current"] != 1:
+            res["bad"].append(f"{i}: the snapshot is not current after a map command")
+    os.close(flag)
+    print(json.dumps(res), flush=True)
+
+
+def map_commands_all_or_nothing(lab, nl):
+    """A map command whose snapshot build runs out of memory fails with
+    ENOMEM and leaves map and snapshot as they were (see map_worker)."""
+    nl.set_host("h3", 1, [a for a in EXTRA if a.startswith("10.1.3.")])
+    end = time.time() + 10
+    while nl.info()["snapshot_current"] != 1 and time.time() < end:
+        time.sleep(0.1)
+    inject(True, probability=10)
+    try:
+        w = subprocess.run([sys.executable, __file__, "--map-worker", lab.lb, "300"],
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        inject(False)
+    print("map commands under allocation failures:", w.stdout.strip(), w.stderr.strip()[-500:])
+    try:
+        res = json.loads(w.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return ["the map worker gave no result"]
+    fails = [f"map command not all-or-nothing: {b}" for b in res["bad"][:5]]
+    if not res["build_enomem"]:
+        fails.append(f"no map command failed in its snapshot build ({res}): injection ineffective?")
+    if not res["ok"]:
+        fails.append("no map command succeeded under injection")
+    return fails
+
+
 def tracked_by_ipvs(lab):
     """Destinations of services on vmwlc/vmwlch, as IPVS lists them."""
     n, ours = 0, False
@@ -259,6 +333,7 @@ def main():
                 > before[k]["active"] + before[k]["inactive"]]
         if len(grew) != 1 or grew[0] not in ok:
             fails.append(f"decision {i} after recovery: took {grew}, allowed {sorted(ok)}")
+    fails += map_commands_all_or_nothing(lab, nl)
     lab.ipvsadm("-C")
     lab.close()
     for f in fails:
@@ -267,6 +342,9 @@ def main():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--map-worker"]:
+        map_worker(sys.argv[2], int(sys.argv[3]))
+        sys.exit(0)
     if sys.argv[1:2] == ["--worker"]:
         worker(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
         sys.exit(0)

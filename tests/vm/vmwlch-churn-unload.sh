@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Churn under traffic, then: rmmod refused while a service uses the schedulers,
+# Churn under traffic; steady churn at a real cluster's shape (another
+# service's weights every 100 ms: >= 99 % of decisions host-aware, imbalance
+# unchanged); then: rmmod refused while a service uses the schedulers,
 # clean after the services are gone; module reload works; both names autoload.
 source "$(dirname "$0")/../lib.sh"
 in_vm || skip "run through scripts/vm.sh"
@@ -17,6 +19,7 @@ ip netns exec vmt-auto ipvsadm -A -t 10.9.0.1:80 -s vmwlch || fail "-s vmwlch di
 ip netns exec vmt-auto ipvsadm -C
 
 python3 "$REPO/tests/py/churn.py" || fail "churn"
+python3 "$REPO/tests/py/steady_churn.py" || fail "steady churn"
 # A namespace with services going away while the module stays loaded.
 ip netns exec vmt-auto ipvsadm -A -t 10.9.0.1:80 -s vmwlch
 ip netns del vmt-auto; _NETNS=()

@@ -14,6 +14,7 @@
 
 mod bgp;
 mod checks;
+mod feedback;
 mod source;
 mod values;
 mod vrrp;
@@ -29,6 +30,7 @@ use ipvs_cluster::{ClusterSpec, Desired, HostSpec, ServiceSpec};
 
 pub use bgp::{BfdTimers, Bgp, MeshSync, Neighbor, VipGroup};
 pub use checks::{CheckKind, HealthCheck, OnFailure, Statuses};
+pub use feedback::{FeedbackMode, LoadFeedback};
 pub use source::{ClusterSourceConfig, EtcdSource};
 pub use values::{
     AdvertIntervalMs, Asn, BfdMultiplier, Cidr, Command, Count, HostRoute, IfName, Millis,
@@ -146,6 +148,8 @@ struct File {
     #[serde(default)]
     bgp: Option<Bgp>,
     #[serde(default)]
+    load_feedback: Option<LoadFeedback>,
+    #[serde(default)]
     services: Option<Vec<ServiceSpec>>,
     #[serde(default)]
     hosts: Option<Vec<HostSpec>>,
@@ -167,6 +171,8 @@ pub struct Config {
     pub cluster_source: Option<ClusterSourceConfig>,
     /// VIPs announced by BGP (through BIRD).
     pub bgp: Option<Bgp>,
+    /// Host agents whose reports move the weights.
+    pub load_feedback: Option<LoadFeedback>,
 }
 
 impl Config {
@@ -196,10 +202,20 @@ impl Config {
             cluster: None,
             cluster_source: f.cluster_source,
             bgp: f.bgp,
+            load_feedback: f.load_feedback,
         };
         let has_cluster = spec.services.is_some() || spec.hosts.is_some();
+        let host_names: Option<Vec<String>> = match (&spec.hosts, &cfg.cluster_source) {
+            (_, Some(_)) => None,
+            (Some(h), None) => Some(h.iter().map(|h| h.name.clone()).collect()),
+            (None, None) => Some(vec![]),
+        };
         cfg.validate()
             .and_then(|()| source::validate(cfg.cluster_source.as_ref(), has_cluster))
+            .and_then(|()| match &cfg.load_feedback {
+                Some(f) => feedback::validate(f, host_names.as_deref()),
+                None => Ok(()),
+            })
             .map_err(|msg| ConfigError::Invalid {
                 file: file.to_string(),
                 msg,

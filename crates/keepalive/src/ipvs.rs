@@ -26,11 +26,22 @@ pub struct DownDest {
     pub action: OnFailure,
 }
 
+/// What the daemon changes in the source's desired state before applying
+/// it: health-check results and load feedback.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// Destinations whose health check failed.
+    pub down: Vec<DownDest>,
+    /// Weights and VM moves from the host agents (`load_feedback:`).
+    pub feedback: Option<Feedback>,
+}
+
 pub trait IpvsBackend: Send {
     /// Bring the kernel's services and host map to the desired state, with
-    /// the failed destinations quiesced or removed. Idempotent; called at
-    /// start, on reload and on every health change.
-    fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()>;
+    /// the overrides: load feedback, then the failed destinations quiesced
+    /// or removed. Idempotent; called at start, on reload, on every health
+    /// change and on every weight load feedback writes.
+    fn apply(&mut self, desired: Option<&Desired>, ov: &Overrides) -> anyhow::Result<()>;
     /// Run the sync daemon in `role` (stopping the other role) on `iface`.
     fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()>;
     /// Run the sync daemon in `role` on `iface`, leaving the other role
@@ -41,7 +52,9 @@ pub trait IpvsBackend: Send {
     fn sync_stop(&mut self) -> anyhow::Result<()>;
 }
 
+mod feedback;
 mod worker;
+pub use feedback::{override_feedback, resolved_mode, Feedback};
 pub use worker::{IpvsEvent, IpvsWorker, RETRY_FIRST, RETRY_MAX};
 
 /// Used when there is nothing to manage (no `services:`, no `ipvs_sync`) or
@@ -50,10 +63,10 @@ pub use worker::{IpvsEvent, IpvsWorker, RETRY_FIRST, RETRY_MAX};
 pub struct NullBackend;
 
 impl IpvsBackend for NullBackend {
-    fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()> {
+    fn apply(&mut self, desired: Option<&Desired>, ov: &Overrides) -> anyhow::Result<()> {
         if desired.is_some() {
             tracing::warn!(
-                down = down.len(),
+                down = ov.down.len(),
                 "no IPVS backend: services/hosts not applied"
             );
         }
@@ -113,6 +126,13 @@ impl IpvsctlBackend {
             self.client = None;
         }
         r.map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Does the kernel have the VMWLCH family (the vmwlch module loaded)?
+    /// Asked at every apply with load feedback: the module may come later.
+    fn has_vmwlch(&mut self) -> bool {
+        self.client()
+            .is_ok_and(|c| ipvs_netlink::vmwlch::HostMap::new(c.netlink()).is_ok())
     }
 
     /// Bring the kernel's daemons to `role` on `iface` with `syncid`; with
@@ -203,13 +223,23 @@ pub fn override_down(desired: &mut Desired, down: &[DownDest]) {
 }
 
 impl IpvsBackend for IpvsctlBackend {
-    fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()> {
+    fn apply(&mut self, desired: Option<&Desired>, ov: &Overrides) -> anyhow::Result<()> {
         let Some(desired) = desired else {
             return Ok(());
         };
         let mut desired = Cow::Borrowed(desired);
-        if !down.is_empty() {
-            override_down(desired.to_mut(), down);
+        if let Some(fb) = &ov.feedback {
+            let module = self.has_vmwlch();
+            let moved = override_feedback(desired.to_mut(), fb, module);
+            tracing::debug!(
+                mode = ?resolved_mode(fb.mode, module),
+                moved,
+                weights = fb.weights.len(),
+                "load feedback applied to the desired state"
+            );
+        }
+        if !ov.down.is_empty() {
+            override_down(desired.to_mut(), &ov.down);
         }
         let hosts = desired.hosts.is_some();
         let current = self.with_client(|c| ipvs_cluster::read_current(c, hosts))?;

@@ -19,6 +19,7 @@ pub mod announce;
 pub mod bird;
 pub mod config;
 pub mod daemon;
+pub mod feedback;
 pub mod health;
 pub mod http;
 pub mod ipvs;

@@ -32,6 +32,8 @@ pub enum C {
     IpvsApplyFailures,
     IpvsApplyRetries,
     SourceInvalid,
+    FeedbackPolls,
+    FeedbackWrites,
 }
 
 /// Gauges, by family.
@@ -49,6 +51,8 @@ pub enum G {
     BgpNeighborUp,
     BgpDrained,
     IpvsSyncMesh,
+    FeedbackWeight,
+    FeedbackMoved,
 }
 
 const COUNTERS: &[(C, &str, &str)] = &[
@@ -113,6 +117,17 @@ const COUNTERS: &[(C, &str, &str)] = &[
         "keepalive_cluster_source_invalid",
         "Revisions from the cluster source (etcd) that failed validation and were skipped.",
     ),
+    (
+        C::FeedbackPolls,
+        "keepalive_feedback_polls",
+        "Polls of a host agent (load_feedback), by host and result (good, bad: refused \
+         as garbage or out of range, unreachable, no_figures).",
+    ),
+    (
+        C::FeedbackWrites,
+        "keepalive_feedback_weight_writes",
+        "Weights the load-feedback controller wrote for a host.",
+    ),
 ];
 
 const GAUGES: &[(G, &str, &str)] = &[
@@ -176,6 +191,16 @@ const GAUGES: &[(G, &str, &str)] = &[
         "keepalive_ipvs_sync_mesh",
         "1 while the full-mesh IPVS sync daemon of this role (bgp.ipvs_sync) is started, 0 while \
          starting it fails (retried with back-off).",
+    ),
+    (
+        G::FeedbackWeight,
+        "keepalive_feedback_weight",
+        "The host's weight as load feedback last wrote it (its static weight until then).",
+    ),
+    (
+        G::FeedbackMoved,
+        "keepalive_feedback_vms_moved",
+        "VMs the host's agent reports that the host map places on another host (moved here).",
     ),
 ];
 

@@ -125,7 +125,7 @@ impl keepalive::ipvs::IpvsBackend for Fake {
     fn apply(
         &mut self,
         _desired: Option<&ipvs_cluster::Desired>,
-        _down: &[keepalive::ipvs::DownDest],
+        _ov: &keepalive::ipvs::Overrides,
     ) -> anyhow::Result<()> {
         if self.0.load(std::sync::atomic::Ordering::SeqCst) {
             anyhow::bail!("fake apply failure");

@@ -75,7 +75,7 @@ pub fn views<'a>(
     service_of: impl Fn(usize) -> usize,
 ) -> BTreeMap<usize, OwnedView> {
     let mut views: BTreeMap<usize, OwnedView> = BTreeMap::new();
-    for (weight, m) in hosts {
+    for (host, (weight, m)) in hosts.into_iter().enumerate() {
         let (start, end) = match (m.first(), m.last()) {
             (Some(&a), Some(&b)) => (a as u32, b as u32 + 1),
             _ => continue,
@@ -93,6 +93,7 @@ pub fn views<'a>(
             );
             v.spans.push(Span {
                 weight,
+                host: host as u32,
                 start,
                 end,
                 own_start,

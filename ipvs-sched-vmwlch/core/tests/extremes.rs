@@ -213,6 +213,7 @@ fn host_load_saturates_instead_of_overflowing() {
         spans: vec![
             Span {
                 weight: 1,
+                host: 0,
                 start: 1,
                 end: u32::MAX,
                 own_start: 1,
@@ -220,6 +221,7 @@ fn host_load_saturates_instead_of_overflowing() {
             },
             Span {
                 weight: 2,
+                host: 1,
                 start: 0,
                 end: u32::MAX,
                 own_start: 0,

@@ -1,7 +1,12 @@
 //! The shared source is compiled by the kernel: check what the compiler of
 //! this crate cannot (it sees the file as a module of a `no_std` crate).
 
-const SRC: &str = include_str!("../../src/select.rs");
+/// `select.rs` and the files it includes as modules, under the same rules.
+const SRC: &str = concat!(
+    include_str!("../../src/select.rs"),
+    include_str!("../../src/ties.rs"),
+    include_str!("../../src/host_cache.rs")
+);
 
 /// The source with `//` comments removed (the file has no string literals).
 fn code() -> String {

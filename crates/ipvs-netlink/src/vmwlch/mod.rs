@@ -100,6 +100,9 @@ pub struct VmwlchInfo {
     pub snapshot_current: Option<bool>,
     /// Time spent building snapshots (ns).
     pub build_ns: u64,
+    /// Schedule calls decided host-aware, from a current snapshot (the
+    /// others are `fallbacks`); `None` from a module without the attribute.
+    pub host_aware: Option<u64>,
 }
 
 /// How many times a host dump interrupted by a change is taken again.
@@ -300,6 +303,7 @@ impl<'a> HostMap<'a> {
             track_failures: a.u64(VMWLCH_A_INFO_TRACK_FAILURES)?.unwrap_or(0),
             snapshot_current: a.u32(VMWLCH_A_INFO_SNAPSHOT_CURRENT)?.map(|v| v != 0),
             build_ns: a.u64(VMWLCH_A_INFO_BUILD_NS)?.unwrap_or(0),
+            host_aware: a.u64(VMWLCH_A_INFO_HOST_AWARE)?,
         })
     }
 }

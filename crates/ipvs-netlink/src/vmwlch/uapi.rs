@@ -64,7 +64,8 @@ pub mod attr {
     pub const VMWLCH_A_INFO_TRACK_FAILURES: u16 = 24;
     pub const VMWLCH_A_INFO_SNAPSHOT_CURRENT: u16 = 25;
     pub const VMWLCH_A_INFO_BUILD_NS: u16 = 26;
-    pub const VMWLCH_A_MAX: u16 = 26;
+    pub const VMWLCH_A_INFO_HOST_AWARE: u16 = 27;
+    pub const VMWLCH_A_MAX: u16 = 27;
     pub const VMWLCH_MEMBER_A_UNSPEC: u16 = 0;
     pub const VMWLCH_MEMBER_A_ADDR: u16 = 1;
     pub const VMWLCH_MEMBER_A_MAX: u16 = 1;
@@ -215,6 +216,10 @@ mod tests {
                 VMWLCH_A_INFO_SNAPSHOT_CURRENT.to_string(),
             ),
             ("VMWLCH_A_INFO_BUILD_NS", VMWLCH_A_INFO_BUILD_NS.to_string()),
+            (
+                "VMWLCH_A_INFO_HOST_AWARE",
+                VMWLCH_A_INFO_HOST_AWARE.to_string(),
+            ),
             ("VMWLCH_A_MAX", VMWLCH_A_MAX.to_string()),
             ("VMWLCH_MEMBER_A_UNSPEC", VMWLCH_MEMBER_A_UNSPEC.to_string()),
             ("VMWLCH_MEMBER_A_ADDR", VMWLCH_MEMBER_A_ADDR.to_string()),

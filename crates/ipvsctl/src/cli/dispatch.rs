@@ -292,9 +292,9 @@ fn host(hc: HostCmd) -> Result<(), Fail> {
                 };
                 format!(
                     "version {}\nhosts {}/{}\nmembers {}/{}\nservices {}\ndests {}\ndecisions {}\nno_dest {}\ngeneration {}\n\
-                     snapshot {}\nfallbacks {}\nrebuilds {}\ndeferred {}\nrebuild_failures {}\nrebuild_retries {}\ntrack_failures {}\nbuild_ms {}\n",
+                     snapshot {}\nhost_aware {}\nfallbacks {}\nrebuilds {}\ndeferred {}\nrebuild_failures {}\nrebuild_retries {}\ntrack_failures {}\nbuild_ms {}\n",
                     i.version, i.hosts, i.max_hosts, i.members, i.max_members, i.services, i.dests, i.decisions, i.no_dest, i.generation,
-                    current, i.fallbacks, i.rebuilds, i.deferred, i.rebuild_failures, i.rebuild_retries, i.track_failures, i.build_ns / 1_000_000
+                    current, i.host_aware.map_or_else(|| "unknown".to_string(), |n| n.to_string()), i.fallbacks, i.rebuilds, i.deferred, i.rebuild_failures, i.rebuild_retries, i.track_failures, i.build_ns / 1_000_000
                 )
             })
         }

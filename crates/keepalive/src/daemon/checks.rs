@@ -14,7 +14,7 @@ use crate::metrics::{C, G};
 use super::Daemon;
 use crate::config::{Config, HealthCheck};
 use crate::health::{self, Debounce, Probe};
-use crate::ipvs::DownDest;
+use crate::ipvs::{DownDest, Overrides};
 use crate::source::Desired;
 
 pub(super) struct CheckRt {
@@ -42,15 +42,20 @@ impl Daemon {
             .collect()
     }
 
-    /// Hand the desired state, with the health overrides, to the IPVS worker.
+    /// Hand the desired state, with the health and load-feedback
+    /// overrides, to the IPVS worker.
     pub(super) fn apply_ipvs(&mut self) {
-        let down = self.down_dests();
-        self.ipvs.apply(self.desired.clone(), down);
+        let ov = Overrides {
+            down: self.down_dests(),
+            feedback: self.feedback.as_ref().map(|f| f.overrides()),
+        };
+        self.ipvs.apply(self.desired.clone(), ov);
     }
 
     /// A new desired state from the source.
     pub(super) fn on_desired(&mut self, d: Desired) {
         self.desired = d;
+        self.feedback_hosts();
         self.apply_ipvs();
     }
 

@@ -17,6 +17,7 @@
 //!   FAULT: its link, tracked interfaces and scripts;
 //! * [`sync`]: sync groups, and holding instances in BACKUP (no IPVS table);
 //! * [`checks`]: real-server health checks and the IPVS worker's results;
+//! * [`feedback`]: host agents' load reports turned into weights (`load_feedback:`);
 //! * [`crate::source`]: **seam** - where the desired IPVS state comes from
 //!   (the YAML file, or etcd);
 //! * [`reload`]: SIGHUP, the configuration diff;
@@ -27,6 +28,7 @@
 
 mod bgp;
 mod checks;
+mod feedback;
 mod hooks;
 mod instance;
 mod links;
@@ -108,6 +110,9 @@ pub struct Daemon {
     probe_tx: mpsc::UnboundedSender<Probe>,
     probe_rx: mpsc::UnboundedReceiver<Probe>,
     checks: Vec<CheckRt>,
+    feedback: Option<feedback::FeedbackRt>,
+    feedback_tx: mpsc::UnboundedSender<Vec<crate::feedback::Poll>>,
+    feedback_rx: mpsc::UnboundedReceiver<Vec<crate::feedback::Poll>>,
     script_tx: mpsc::UnboundedSender<ScriptResult>,
     script_rx: mpsc::UnboundedReceiver<ScriptResult>,
     scripts: Vec<ScriptRt>,
@@ -141,6 +146,7 @@ impl Daemon {
         let rtnl = Rtnl::new().context("opening rtnetlink socket")?;
         let (pkt_tx, pkt_rx) = mpsc::unbounded_channel();
         let (probe_tx, probe_rx) = mpsc::unbounded_channel();
+        let (feedback_tx, feedback_rx) = mpsc::unbounded_channel();
         let (script_tx, script_rx) = mpsc::unbounded_channel();
         let (bgp_script_tx, bgp_script_rx) = mpsc::unbounded_channel();
         let (desired_tx, desired_rx) = mpsc::unbounded_channel();
@@ -163,6 +169,9 @@ impl Daemon {
             probe_tx,
             probe_rx,
             checks: vec![],
+            feedback: None,
+            feedback_tx,
+            feedback_rx,
             script_tx,
             script_rx,
             scripts: vec![],
@@ -234,6 +243,7 @@ impl Daemon {
                 Some(e) = self.link_rx.recv() => self.on_link_event(e),
                 _ = hup.recv() => self.reload(),
                 Some(p) = self.probe_rx.recv() => self.on_probe(p),
+                Some(r) = self.feedback_rx.recv() => self.on_feedback(r),
                 Some(s) = self.script_rx.recv() => self.on_script(s),
                 Some(d) = self.desired_rx.recv() => self.on_desired(d),
                 Some(e) = self.ipvs_rx.recv() => self.on_ipvs(e),
@@ -258,6 +268,7 @@ impl Daemon {
         // The file's desired state is there before anything else runs.
         self.source.configure(&cfg);
         self.take_desired();
+        self.start_feedback(&cfg);
         // From etcd the state comes later: not applied until it has been.
         self.ipvs_ok = self.desired.is_none() && cfg.cluster_source.is_none();
         self.metrics.set(
@@ -359,6 +370,7 @@ impl Daemon {
             self.coordinate(i);
         }
         self.stop_checks();
+        self.stop_feedback();
         self.stop_scripts();
         if let Some(m) = self.monitor.take() {
             m.abort();

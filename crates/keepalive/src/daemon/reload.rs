@@ -93,7 +93,12 @@ impl Daemon {
         for owner in self.metrics.owners() {
             let is_check = self.checks.iter().any(|c| c.label() == owner);
             let is_group = new.sync_groups.iter().any(|g| g.name == owner);
-            let kept = is_check || is_group || self.bgp_owns(&owner) || self.mesh_owns(&owner);
+            let is_agent = new
+                .load_feedback
+                .as_ref()
+                .is_some_and(|f| f.agents.contains_key(&owner));
+            let kept =
+                is_check || is_group || is_agent || self.bgp_owns(&owner) || self.mesh_owns(&owner);
             if !names.contains(&owner) && !kept {
                 self.metrics.forget(&owner);
             }
@@ -101,6 +106,8 @@ impl Daemon {
         self.start_checks(&new);
         self.source.configure(&new);
         self.take_desired();
+        self.start_feedback(&new);
+        self.feedback_hosts();
         self.apply_ipvs();
         sdnotify::notify("READY=1");
     }

@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use ipvs_cluster::Desired;
 
-use super::{DownDest, IpvsBackend, SyncRole};
+use super::{IpvsBackend, Overrides, SyncRole};
 
 /// One request to the [`IpvsWorker`].
 #[derive(Clone)]
 enum Request {
     Apply {
         desired: Option<Arc<Desired>>,
-        down: Vec<DownDest>,
+        ov: Overrides,
     },
     SyncRole {
         role: SyncRole,
@@ -177,10 +177,10 @@ fn work(
                 continue; // superseded
             }
             let ok = match &r {
-                Request::Apply { desired, down } => {
+                Request::Apply { desired, ov } => {
                     let result = run(
                         "applying IPVS configuration (retried with back-off)",
-                        backend.apply(desired.as_deref(), down),
+                        backend.apply(desired.as_deref(), ov),
                     );
                     let ok = result.is_ok();
                     send(IpvsEvent::Applied {
@@ -265,8 +265,8 @@ impl IpvsWorker {
     }
 
     /// Bring IPVS to the desired state with the failed destinations applied.
-    pub fn apply(&self, desired: Option<Arc<Desired>>, down: Vec<DownDest>) {
-        self.send(Request::Apply { desired, down });
+    pub fn apply(&self, desired: Option<Arc<Desired>>, ov: Overrides) {
+        self.send(Request::Apply { desired, ov });
     }
 
     pub fn sync_role(&self, role: SyncRole, iface: &str, syncid: u8) {
@@ -315,13 +315,13 @@ mod tests {
 
     struct Recorder(Arc<Mutex<Vec<String>>>);
     impl IpvsBackend for Recorder {
-        fn apply(&mut self, desired: Option<&Desired>, down: &[DownDest]) -> anyhow::Result<()> {
+        fn apply(&mut self, desired: Option<&Desired>, ov: &Overrides) -> anyhow::Result<()> {
             std::thread::sleep(std::time::Duration::from_millis(20));
             let name = desired.and_then(|d| Some(d.hosts.as_ref()?[0].name.clone()));
             self.0
                 .lock()
                 .unwrap()
-                .push(format!("apply {name:?} {}", down.len()));
+                .push(format!("apply {name:?} {}", ov.down.len()));
             Ok(())
         }
         fn sync_role(&mut self, role: SyncRole, iface: &str, syncid: u8) -> anyhow::Result<()> {
@@ -360,7 +360,7 @@ mod tests {
     fn worker_keeps_order_and_finishes() {
         let log = Arc::new(Mutex::new(vec![]));
         let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone())), None).unwrap();
-        w.apply(named("a"), vec![]);
+        w.apply(named("a"), Overrides::default());
         w.sync_role(SyncRole::Backup, "eth1", 51);
         w.sync_role(SyncRole::Master, "eth1", 51);
         w.sync_stop();
@@ -383,7 +383,7 @@ mod tests {
         let log = Arc::new(Mutex::new(vec![]));
         let mut w = IpvsWorker::spawn(Box::new(Recorder(log.clone())), None).unwrap();
         for i in 0..20 {
-            w.apply(named(&format!("{i}")), vec![]);
+            w.apply(named(&format!("{i}")), Overrides::default());
         }
         w.finish(std::time::Duration::from_secs(5));
         let log = log.lock().unwrap().clone();
@@ -394,7 +394,7 @@ mod tests {
     /// Fails its first `fails` applies.
     struct Flaky(u32, Arc<Mutex<u32>>);
     impl IpvsBackend for Flaky {
-        fn apply(&mut self, _: Option<&Desired>, _: &[DownDest]) -> anyhow::Result<()> {
+        fn apply(&mut self, _: Option<&Desired>, _: &Overrides) -> anyhow::Result<()> {
             *self.1.lock().unwrap() += 1;
             if self.0 > 0 {
                 self.0 -= 1;
@@ -419,7 +419,7 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let t0 = std::time::Instant::now();
         let mut w = IpvsWorker::spawn(Box::new(Flaky(2, calls.clone())), Some(tx)).unwrap();
-        w.apply(named("a"), vec![]);
+        w.apply(named("a"), Overrides::default());
         let mut got = Vec::new();
         while got.len() < 3 {
             if let Ok(e) = rx.try_recv() {
@@ -480,7 +480,7 @@ mod tests {
     /// Fails to start the backup role its first `fails` times.
     struct NoBackup(u32, Arc<Mutex<Vec<String>>>);
     impl IpvsBackend for NoBackup {
-        fn apply(&mut self, _: Option<&Desired>, _: &[DownDest]) -> anyhow::Result<()> {
+        fn apply(&mut self, _: Option<&Desired>, _: &Overrides) -> anyhow::Result<()> {
             Ok(())
         }
         fn sync_role(&mut self, _: SyncRole, _: &str, _: u8) -> anyhow::Result<()> {

@@ -90,6 +90,9 @@ enum vmwlch_attr {
 	VMWLCH_A_INFO_SNAPSHOT_CURRENT,	/* u32: 1 if decisions use the snapshot,
 					 * 0 while they fall back to plain wlc */
 	VMWLCH_A_INFO_BUILD_NS,		/* u64: time spent building snapshots (ns) */
+	VMWLCH_A_INFO_HOST_AWARE,	/* u64: schedule calls decided host-aware,
+					 * from a current snapshot (the others
+					 * are FALLBACKS) */
 	__VMWLCH_A_MAX,
 };
 #define VMWLCH_A_MAX (__VMWLCH_A_MAX - 1)

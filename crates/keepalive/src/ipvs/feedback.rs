@@ -1,0 +1,191 @@
+//! What load feedback changes in the desired state before it is applied:
+//! VM moves in the host map, and the weights, as vmwlch host weights or,
+//! on a kernel without the module, as scaled destination weights.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use ipvs_cluster::Desired;
+
+use crate::config::FeedbackMode;
+
+/// The load-feedback part of the overrides (see [`super::Overrides`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Feedback {
+    pub mode: FeedbackMode,
+    /// Weights the controller wrote, by host; a host absent here keeps its
+    /// static weight.
+    pub weights: BTreeMap<String, u32>,
+    /// Where fresh agent reports say a VM address runs now.
+    pub placement: BTreeMap<IpAddr, String>,
+}
+
+/// Which weights a [`Feedback`] ends up in, given whether the kernel has
+/// the VMWLCH family.
+pub fn resolved_mode(mode: FeedbackMode, module: bool) -> FeedbackMode {
+    match mode {
+        FeedbackMode::Auto if module => FeedbackMode::HostWeights,
+        FeedbackMode::Auto => FeedbackMode::DestWeights,
+        m => m,
+    }
+}
+
+/// Applies `fb` to `desired`. `module`: the kernel has the VMWLCH family;
+/// without it (in `dest_weights` mode) the host map only guides the
+/// weights and is not applied. Returns the VMs moved.
+pub fn override_feedback(desired: &mut Desired, fb: &Feedback, module: bool) -> usize {
+    let Some(hosts) = desired.hosts.as_mut() else {
+        return 0;
+    };
+    let mut moved = 0;
+    for (addr, to) in &fb.placement {
+        let Some(t) = hosts.iter().position(|h| &h.name == to) else {
+            continue;
+        };
+        let Some(f) = hosts.iter().position(|h| h.members.contains(addr)) else {
+            continue; // only addresses the map already places
+        };
+        if f != t {
+            hosts[f].members.retain(|a| a != addr);
+            hosts[t].members.push(*addr);
+            moved += 1;
+        }
+    }
+    let mode = resolved_mode(fb.mode, module);
+    if mode == FeedbackMode::HostWeights {
+        for h in hosts.iter_mut() {
+            if let Some(&w) = fb.weights.get(&h.name) {
+                h.weight = w;
+            }
+        }
+        return moved;
+    }
+    // dest_weights: factor written / static per host, on every destination
+    // the map places there.
+    let factor: BTreeMap<IpAddr, (u32, u32)> = hosts
+        .iter()
+        .filter_map(|h| Some((h, *fb.weights.get(&h.name)?)))
+        .filter(|(h, _)| h.weight > 0)
+        .flat_map(|(h, w)| h.members.iter().map(move |a| (*a, (w, h.weight))))
+        .collect();
+    for (_, dests) in desired.services.iter_mut().flatten() {
+        for d in dests.iter_mut() {
+            if let Some(&(w, s)) = factor.get(&d.addr) {
+                d.weight = scale(d.weight, w, s);
+            }
+        }
+    }
+    if !module {
+        desired.hosts = None;
+    }
+    moved
+}
+
+/// `weight * num / den`, rounded, in IPVS's weight range; a positive weight
+/// stays positive (draining is the operator's, not the controller's).
+fn scale(weight: u32, num: u32, den: u32) -> u32 {
+    if weight == 0 {
+        return 0;
+    }
+    let v = (u64::from(weight) * u64::from(num) + u64::from(den) / 2) / u64::from(den);
+    // The kernel's weights are ints: at most i32::MAX (fits in u32).
+    v.clamp(1, i32::MAX as u64) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "services:
+  - {protocol: tcp, address: 192.0.2.10, port: 80, scheduler: wlc,
+     dests: [{address: 10.1.0.1, weight: 10}, {address: 10.1.0.2, weight: 10}, {address: 10.1.0.9, weight: 4}]}
+  - {protocol: tcp, address: 192.0.2.10, port: 81, scheduler: wlc,
+     dests: [{address: 10.1.0.1, port: 81, weight: 1}, {address: 10.1.0.3, weight: 0}]}
+hosts:
+  - {name: h1, weight: 4, vms: [10.1.0.1, 10.1.0.3]}
+  - {name: h2, weight: 4, vms: [10.1.0.2]}
+";
+
+    fn desired() -> Desired {
+        ipvs_cluster::parse(FILE).unwrap().1
+    }
+
+    /// The destination weights of the file's service on `port` (80 or 81).
+    fn weights(d: &Desired, port: u16) -> Vec<u32> {
+        let s = d.services.as_ref().unwrap();
+        s[usize::from(port - 80)]
+            .1
+            .iter()
+            .map(|d| d.weight)
+            .collect()
+    }
+
+    fn fb(mode: FeedbackMode, w: &[(&str, u32)]) -> Feedback {
+        Feedback {
+            mode,
+            weights: w.iter().map(|(h, w)| (h.to_string(), *w)).collect(),
+            placement: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn host_weights_go_to_the_map() {
+        let mut d = desired();
+        override_feedback(
+            &mut d,
+            &fb(FeedbackMode::Auto, &[("h1", 2), ("h9", 7)]),
+            true,
+        );
+        let h = d.hosts.as_ref().unwrap();
+        assert_eq!((h[0].weight, h[1].weight), (2, 4));
+        assert_eq!(weights(&d, 80), vec![10, 10, 4], "destinations untouched");
+    }
+
+    #[test]
+    fn dest_weights_scale_the_hosts_destinations_and_leave_the_map_out() {
+        let mut d = desired();
+        override_feedback(
+            &mut d,
+            &fb(FeedbackMode::Auto, &[("h1", 1), ("h2", 6)]),
+            false,
+        );
+        assert!(d.hosts.is_none(), "a stock kernel gets no host map");
+        // 10*1/4 = 2.5 -> 3; 10*6/4 = 15; unmapped 10.1.0.9 keeps 4.
+        assert_eq!(weights(&d, 80), vec![3, 15, 4]);
+        // 1*1/4 rounds to 0 but stays 1; weight 0 stays 0.
+        assert_eq!(weights(&d, 81), vec![1, 0]);
+        // Explicit dest_weights with the module: the map stays, static.
+        let mut d = desired();
+        override_feedback(&mut d, &fb(FeedbackMode::DestWeights, &[("h2", 2)]), true);
+        assert_eq!(d.hosts.as_ref().unwrap()[1].weight, 4);
+        assert_eq!(weights(&d, 80), vec![10, 5, 4]);
+    }
+
+    #[test]
+    fn placement_moves_only_mapped_addresses_to_known_hosts() {
+        let mut d = desired();
+        let mut f = fb(FeedbackMode::HostWeights, &[]);
+        f.placement.insert("10.1.0.1".parse().unwrap(), "h2".into());
+        f.placement.insert("10.1.0.9".parse().unwrap(), "h2".into()); // not in the map
+        f.placement.insert("10.1.0.3".parse().unwrap(), "h7".into()); // no such host
+        f.placement.insert("10.1.0.2".parse().unwrap(), "h2".into()); // already there
+        assert_eq!(override_feedback(&mut d, &f, true), 1);
+        let h = d.hosts.as_ref().unwrap();
+        assert_eq!(h[0].members, vec!["10.1.0.3".parse::<IpAddr>().unwrap()]);
+        assert_eq!(h[1].members.len(), 2);
+        // The moved VM's weight follows its new host in dest_weights.
+        let mut d = desired();
+        let mut f = fb(FeedbackMode::DestWeights, &[("h2", 8)]);
+        f.placement.insert("10.1.0.1".parse().unwrap(), "h2".into());
+        override_feedback(&mut d, &f, false);
+        assert_eq!(weights(&d, 80), vec![20, 20, 4]);
+    }
+
+    #[test]
+    fn scale_bounds() {
+        assert_eq!(scale(i32::MAX as u32, 2, 1), i32::MAX as u32);
+        assert_eq!(scale(0, 5, 1), 0);
+        assert_eq!(scale(3, 0, 1), 1);
+        assert_eq!(scale(u32::MAX, u32::MAX, 1), i32::MAX as u32);
+    }
+}
