@@ -317,9 +317,13 @@ def main():
         fails.append("rebuild failures were never retried")
 
     # Decisions are exact again (each checked against the algorithm).
+    # The worker changed the hosts' weights (SET_HOST): how far it got
+    # depends on the machine's speed, so the map is read back, not assumed.
     sched = {A: "vmwlch"}
-    hostmap = {a: h for h, (_, v) in hosts.items() for a in v}
-    hostw = {h: w for h, (w, _) in hosts.items()}
+    now = nl.hosts()
+    hostmap = {a: h for h, e in now.items() for a in e["members"]}
+    hostw = {h: e["weight"] for h, e in now.items()}
+    print("map after the churn:", {h: (e["weight"], len(e["members"])) for h, e in now.items()})
     total = sum(v["active"] + v["inactive"] for v in lab.dests().values())
     for i in range(12):
         # B's destinations have no connections (traffic goes to A only), so
