@@ -13,7 +13,9 @@
 mod procfs;
 mod sampler;
 mod serve;
+mod vms_file;
 
 pub use procfs::{cgroup_usage_usec, cpu_times, psi_some_avg10, CpuTimes, ReadError};
 pub use sampler::{Sampler, VmSource};
 pub use serve::{serve, Latest, MAX_CONNECTIONS};
+pub use vms_file::{parse_vm, parse_vms, VmsFile};

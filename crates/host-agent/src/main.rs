@@ -2,14 +2,14 @@
 //! and its VMs', and answers directors (and HAProxy's agent-check) on one
 //! TCP port (see `serve.rs` for the protocol).
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use host_agent::{Latest, Sampler, VmSource};
+use host_agent::{parse_vm, Latest, Sampler, VmSource, VmsFile};
 
 /// Report this host's load and VMs to the directors.
 #[derive(Parser, Debug)]
@@ -25,6 +25,11 @@ struct Args {
     /// `=CGROUP`, its cgroup v2 directory (repeatable).
     #[arg(long = "vm", value_name = "ADDR[,ADDR...][=CGROUP]", value_parser = parse_vm)]
     vms: Vec<VmSource>,
+    /// A file listing the VMs run here, one `ADDR[,ADDR...][=CGROUP]` per
+    /// line, re-read when it changes (kept by the hypervisor's hooks: a VM
+    /// that moves here is reported from the next sample).
+    #[arg(long, value_name = "PATH", conflicts_with = "vms")]
+    vms_file: Option<PathBuf>,
     /// Sampling period in milliseconds.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=60000))]
     period_ms: u64,
@@ -33,27 +38,20 @@ struct Args {
     proc_root: PathBuf,
 }
 
-fn parse_vm(s: &str) -> Result<VmSource, String> {
-    let (addrs, cgroup) = match s.split_once('=') {
-        Some((a, c)) if !c.is_empty() => (a, Some(PathBuf::from(c))),
-        Some(_) => return Err("empty cgroup after '='".into()),
-        None => (s, None),
-    };
-    let addrs = addrs
-        .split(',')
-        .map(|a| {
-            a.trim().parse::<IpAddr>().map_err(|_| {
-                format!("{a:?} is not an IP address (expected ADDR[,ADDR...][=CGROUP])")
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(VmSource { addrs, cgroup })
-}
-
 fn main() -> ExitCode {
     let a = Args::parse();
     let period = Duration::from_millis(a.period_ms);
-    let mut sampler = Sampler::new(a.host.clone(), a.proc_root.clone(), a.vms.clone());
+    let mut vms_file = a.vms_file.as_deref().map(VmsFile::new);
+    let vms = match vms_file.as_mut().map(|f| f.changed()) {
+        None => a.vms.clone(),
+        Some(Ok(v)) => v.unwrap_or_default(),
+        Some(Err(e)) => {
+            eprintln!("host-agent: cannot read the VMs file: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let nvms = vms.len();
+    let mut sampler = Sampler::new(a.host.clone(), a.proc_root.clone(), vms);
     let latest = Arc::new(Latest::default());
     // Two samples before listening: a report exists from the first answer.
     let first = sampler.sample(Instant::now()).and_then(|_| {
@@ -77,14 +75,16 @@ fn main() -> ExitCode {
     };
     eprintln!(
         "host-agent: host {} with {} VMs, answering on {}",
-        a.host,
-        a.vms.len(),
-        a.listen
+        a.host, nvms, a.listen
     );
     let srv = latest.clone();
     std::thread::spawn(move || {
         std::thread::sleep(period);
+        let mut file_error = None;
         loop {
+            if let Some(f) = vms_file.as_mut() {
+                follow_vms_file(f, &mut sampler, &mut file_error);
+            }
             match sampler.sample(Instant::now()) {
                 Ok(Some(r)) => srv.set(r),
                 Ok(None) => {}
@@ -101,6 +101,25 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("host-agent: accepting connections failed: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// The VMs file changed: its list replaces the sampler's. A bad file keeps
+/// the list (logged once per distinct error).
+fn follow_vms_file(f: &mut VmsFile, sampler: &mut Sampler, last_error: &mut Option<String>) {
+    match f.changed() {
+        Ok(Some(vms)) => {
+            eprintln!("host-agent: VMs file changed: {} VMs", vms.len());
+            sampler.set_vms(vms);
+            *last_error = None;
+        }
+        Ok(None) => {}
+        Err(e) => {
+            if last_error.as_deref() != Some(e.as_str()) {
+                eprintln!("host-agent: keeping the VM list: {e}");
+                *last_error = Some(e);
+            }
         }
     }
 }

@@ -7,7 +7,19 @@ use std::sync::Arc;
 use load_feedback::{fetch, FetchError, Report};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::config::LoadFeedback;
+use crate::config::{FeedbackMode, LoadFeedback};
+
+/// How often `mode: auto` asks whether the vmwlch module came or went.
+const MODULE_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One round: every agent's answer, and (in `mode: auto`) whether the
+/// kernel has the VMWLCH family now: the module loaded or unloaded while
+/// the weights hold still must change where they go.
+#[derive(Debug)]
+pub struct Round {
+    pub polls: Vec<Poll>,
+    pub module: Option<bool>,
+}
 
 /// One agent's answer in a round.
 #[derive(Debug)]
@@ -31,8 +43,9 @@ impl Poll {
 /// Polls until the receiver is gone. A round ends when every poll has (the
 /// timeout bounds each), so a dead agent never delays the others' reports
 /// by more than the timeout.
-pub async fn run(cfg: Arc<LoadFeedback>, tx: UnboundedSender<Vec<Poll>>) {
+pub async fn run(cfg: Arc<LoadFeedback>, tx: UnboundedSender<Round>) {
     let mut tick = tokio::time::interval(cfg.interval());
+    let mut module_asked: Option<tokio::time::Instant> = None;
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -45,14 +58,31 @@ pub async fn run(cfg: Arc<LoadFeedback>, tx: UnboundedSender<Vec<Poll>>) {
                 result: fetch(addr, timeout),
             });
         }
-        let mut round = Vec::with_capacity(cfg.agents.len());
+        // A lookup of a missing family makes the kernel run modprobe:
+        // asked once per MODULE_RECHECK, not every round.
+        let due = module_asked.is_none_or(|t| t.elapsed() >= MODULE_RECHECK);
+        let module = if cfg.mode == FeedbackMode::Auto && due {
+            module_asked = Some(tokio::time::Instant::now());
+            tokio::task::spawn_blocking(vmwlch_loaded).await.ok()
+        } else {
+            None
+        };
+        let mut polls = Vec::with_capacity(cfg.agents.len());
         while let Some(r) = set.join_next().await {
             if let Ok(p) = r {
-                round.push(p);
+                polls.push(p);
             }
         }
-        if tx.send(round).is_err() {
+        if tx.send(Round { polls, module }).is_err() {
             return;
         }
     }
+}
+
+/// Is the VMWLCH family registered in this network namespace? (A fresh
+/// socket each time: a socket caches the families it resolved.)
+fn vmwlch_loaded() -> bool {
+    ipvs_netlink::Netlink::open()
+        .and_then(|mut nl| nl.resolve(ipvs_netlink::vmwlch::VMWLCH_GENL_NAME))
+        .is_ok()
 }

@@ -12,7 +12,7 @@ use tracing::{info, warn};
 
 use super::Daemon;
 use crate::config::{Config, LoadFeedback};
-use crate::feedback::Poll;
+use crate::feedback::{Poll, Round};
 use crate::ipvs::Feedback;
 use crate::metrics::{C, G};
 use crate::source::Desired;
@@ -27,12 +27,41 @@ pub(super) struct FeedbackRt {
     last_kind: BTreeMap<String, &'static str>,
     /// What the IPVS worker was last given.
     current: Feedback,
+    /// Whether the last round found the VMWLCH family (`mode: auto`).
+    module: Option<bool>,
 }
 
 impl FeedbackRt {
     /// The overrides to apply now.
     pub fn overrides(&self) -> Feedback {
         self.current.clone()
+    }
+
+    /// One agent's answer into the controller and the placement; a change
+    /// of the result's kind is logged (not every failed poll).
+    fn take(&mut self, p: &Poll, now: Instant) {
+        let kind = p.kind();
+        if self.last_kind.insert(p.host.clone(), kind) != Some(kind) {
+            match &p.result {
+                Ok(_) => info!(host = %p.host, "load feedback: agent reporting"),
+                Err(e) => {
+                    warn!(host = %p.host, error = %e, "load feedback: no usable report (weight frozen, then back to static)")
+                }
+            }
+        }
+        match &p.result {
+            Ok(r) if r.host != p.host => {
+                self.ctl.refused(&p.host);
+                warn!(host = %p.host, reported = %r.host, "load feedback: the agent reports another host (check load_feedback.agents)");
+            }
+            Ok(r) => {
+                self.ctl.observe(&p.host, now, Ok(r));
+                let addrs = r.vms.iter().flat_map(|v| v.addrs.iter().copied()).collect();
+                self.placed.insert(p.host.clone(), (now, addrs));
+            }
+            Err(FetchError::Bad(_)) => self.ctl.refused(&p.host),
+            Err(_) => self.ctl.observe(&p.host, now, Err(())),
+        }
     }
 
     fn placement(&self, now: Instant) -> BTreeMap<IpAddr, String> {
@@ -112,6 +141,7 @@ impl Daemon {
             placed: BTreeMap::new(),
             last_kind: BTreeMap::new(),
             current,
+            module: None,
         });
     }
 
@@ -132,37 +162,18 @@ impl Daemon {
     }
 
     /// One round of polls: reports in, weights and placement out; the
-    /// desired state is applied again if they changed.
-    pub(super) fn on_feedback(&mut self, round: Vec<Poll>) {
+    /// desired state is applied again if they changed (or the module came
+    /// or went, in `mode: auto`).
+    pub(super) fn on_feedback(&mut self, round: Round) {
         let Some(f) = self.feedback.as_mut() else {
             return;
         };
         let now = Instant::now();
-        for p in &round {
+        for p in &round.polls {
             let kind = p.kind();
             let l = vec![("host", p.host.clone()), ("result", kind.to_string())];
             self.metrics.inc(C::FeedbackPolls, l);
-            if f.last_kind.insert(p.host.clone(), kind) != Some(kind) {
-                match &p.result {
-                    Ok(_) => info!(host = %p.host, "load feedback: agent reporting"),
-                    Err(e) => {
-                        warn!(host = %p.host, error = %e, "load feedback: no usable report (weight frozen, then back to static)")
-                    }
-                }
-            }
-            match &p.result {
-                Ok(r) if r.host != p.host => {
-                    f.ctl.refused(&p.host);
-                    warn!(host = %p.host, reported = %r.host, "load feedback: the agent reports another host (check load_feedback.agents)");
-                }
-                Ok(r) => {
-                    f.ctl.observe(&p.host, now, Ok(r));
-                    let addrs = r.vms.iter().flat_map(|v| v.addrs.iter().copied()).collect();
-                    f.placed.insert(p.host.clone(), (now, addrs));
-                }
-                Err(FetchError::Bad(_)) => f.ctl.refused(&p.host),
-                Err(_) => f.ctl.observe(&p.host, now, Err(())),
-            }
+            f.take(p, now);
         }
         let writes = f.ctl.tick(now);
         let wrote = !writes.is_empty();
@@ -172,6 +183,34 @@ impl Daemon {
             info!(host = %host, weight = w, "load feedback: host weight");
             f.current.weights.insert(host, w);
         }
+        let placement = f.placement(now);
+        let moved = placement != f.current.placement;
+        if moved {
+            info!(
+                addresses = placement.len(),
+                "load feedback: VM placement changed"
+            );
+            f.current.placement = placement;
+        }
+        let module = round.module.is_some() && round.module != f.module;
+        if module {
+            info!(
+                loaded = round.module,
+                "load feedback: the vmwlch module's presence changed"
+            );
+            f.module = round.module;
+        }
+        self.feedback_gauges();
+        if moved || wrote || module {
+            self.apply_ipvs();
+        }
+    }
+
+    /// The weight and VMs-moved gauges of every host.
+    fn feedback_gauges(&mut self) {
+        let Some(f) = self.feedback.as_ref() else {
+            return;
+        };
         for (host, st) in f.ctl.hosts() {
             let w = f
                 .current
@@ -185,26 +224,16 @@ impl Daemon {
                 i64::from(w),
             );
         }
-        let placement = f.placement(now);
         let desired = self.desired.as_deref();
         for host in f.cfg.agents.keys() {
-            let moved = placement
+            let moved = f
+                .current
+                .placement
                 .iter()
                 .filter(|(a, h)| *h == host && !maps_to(desired, a, host))
                 .count();
             self.metrics
                 .set(G::FeedbackMoved, vec![("host", host.clone())], moved as i64);
-        }
-        let changed = placement != f.current.placement;
-        if changed {
-            info!(
-                addresses = placement.len(),
-                "load feedback: VM placement changed"
-            );
-            f.current.placement = placement;
-        }
-        if changed || wrote {
-            self.apply_ipvs();
         }
     }
 }
