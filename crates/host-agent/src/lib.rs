@@ -15,7 +15,9 @@ mod sampler;
 mod serve;
 mod vms_file;
 
-pub use procfs::{cgroup_usage_usec, cpu_times, psi_some_avg10, CpuTimes, ReadError};
+pub use procfs::{
+    cgroup_capacity, cgroup_usage_usec, cpu_times, psi_some_avg10, CpuTimes, ReadError,
+};
 pub use sampler::{Sampler, VmSource};
 pub use serve::{serve, Latest, MAX_CONNECTIONS};
 pub use vms_file::{parse_vm, parse_vms, VmsFile};

@@ -30,6 +30,10 @@ struct Args {
     /// that moves here is reported from the next sample).
     #[arg(long, value_name = "PATH", conflicts_with = "vms")]
     vms_file: Option<PathBuf>,
+    /// Measure the host as this cgroup (v2) directory rather than the whole
+    /// machine: its CPU use against its cpu.max, its cpu and io pressure.
+    #[arg(long, value_name = "DIR")]
+    host_cgroup: Option<PathBuf>,
     /// Sampling period in milliseconds.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=60000))]
     period_ms: u64,
@@ -51,7 +55,8 @@ fn main() -> ExitCode {
         }
     };
     let nvms = vms.len();
-    let mut sampler = Sampler::new(a.host.clone(), a.proc_root.clone(), vms);
+    let mut sampler = Sampler::new(a.host.clone(), a.proc_root.clone(), vms)
+        .with_host_cgroup(a.host_cgroup.clone());
     let latest = Arc::new(Latest::default());
     // Two samples before listening: a report exists from the first answer.
     let first = sampler.sample(Instant::now()).and_then(|_| {

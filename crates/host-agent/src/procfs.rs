@@ -101,6 +101,35 @@ pub fn parse_usage_usec(text: &str) -> Option<u64> {
         .ok()
 }
 
+/// The CPUs a cgroup may use from its `cpu.max` (`"QUOTA PERIOD"`;
+/// `None` for `"max ..."`, no limit).
+pub fn parse_cpu_max(text: &str) -> Option<f64> {
+    let mut it = text.split_whitespace();
+    let quota = it.next()?.parse::<u64>().ok()?;
+    let period = it.next()?.parse::<u64>().ok()?;
+    (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
+}
+
+/// The number of `cpuN` lines of `/proc/stat` (the online CPUs).
+pub fn parse_cpu_count(text: &str) -> usize {
+    text.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count()
+}
+
+/// How many CPUs a cgroup's usage is measured against: its `cpu.max`
+/// limit if it has one, else the host's online CPUs (at least 1).
+pub fn cgroup_capacity(proc_root: &Path, cgroup: &Path) -> Result<f64, ReadError> {
+    let limit = std::fs::read_to_string(cgroup.join("cpu.max"))
+        .ok()
+        .and_then(|t| parse_cpu_max(&t));
+    if let Some(l) = limit {
+        return Ok(l);
+    }
+    let p = proc_root.join("stat");
+    Ok(parse_cpu_count(&read(&p)?).max(1) as f64)
+}
+
 /// `/proc/stat`'s CPU times under `proc_root` (normally `/proc`).
 pub fn cpu_times(proc_root: &Path) -> Result<CpuTimes, ReadError> {
     let p = proc_root.join("stat");
@@ -126,6 +155,16 @@ pub fn cgroup_usage_usec(cgroup: &Path) -> Result<u64, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_max_and_count() {
+        assert_eq!(parse_cpu_max("50000 100000\n"), Some(0.5));
+        assert_eq!(parse_cpu_max("max 100000\n"), None);
+        assert_eq!(parse_cpu_max("0 100000"), None);
+        assert_eq!(parse_cpu_max(""), None);
+        let stat = "cpu  1 2 3 4\ncpu0 1 1 1 1\ncpu1 1 1 1 1\ncpufreq x\nintr 5\n";
+        assert_eq!(parse_cpu_count(stat), 2);
+    }
 
     #[test]
     fn proc_stat_cpu_line() {

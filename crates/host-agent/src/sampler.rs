@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use load_feedback::{Report, VmLoad};
 
-use crate::procfs::{cgroup_usage_usec, cpu_times, psi_some_avg10, CpuTimes, ReadError};
+use crate::procfs::{
+    cgroup_capacity, cgroup_usage_usec, cpu_times, psi_some_avg10, CpuTimes, ReadError,
+};
 
 /// A VM the host runs: its addresses and its cgroup (v2) directory.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +26,8 @@ struct Reading {
     cpu: CpuTimes,
     /// Per VM, its cgroup's `usage_usec` (if readable).
     vm_usage: Vec<Option<u64>>,
+    /// The host cgroup's `usage_usec` (with a host cgroup).
+    host_usage: Option<u64>,
 }
 
 /// Samples a host and its VMs.
@@ -31,6 +35,7 @@ pub struct Sampler {
     host: String,
     proc_root: PathBuf,
     vms: Vec<VmSource>,
+    host_cgroup: Option<PathBuf>,
     prev: Option<Reading>,
 }
 
@@ -41,8 +46,19 @@ impl Sampler {
             host,
             proc_root,
             vms,
+            host_cgroup: None,
             prev: None,
         }
+    }
+
+    /// Measures the host as the cgroup `cg` (v2) rather than the whole
+    /// machine: its CPU use against its `cpu.max` (or all CPUs), its
+    /// `cpu.pressure` and `io.pressure`. For a host that is a slice of a
+    /// bigger machine (a lab's hosts sharing one kernel, a partitioned
+    /// server).
+    pub fn with_host_cgroup(mut self, cg: Option<PathBuf>) -> Self {
+        self.host_cgroup = cg;
+        self
     }
 
     /// Replaces the VM list (a VM started, stopped or moved here); their
@@ -65,18 +81,36 @@ impl Sampler {
             .iter()
             .map(|v| v.cgroup.as_ref().and_then(|c| cgroup_usage_usec(c).ok()))
             .collect();
+        let host_usage = match &self.host_cgroup {
+            Some(c) => Some(cgroup_usage_usec(c)?),
+            None => None,
+        };
         let reading = Reading {
             at: now,
             cpu,
             vm_usage,
+            host_usage,
         };
         let Some(prev) = self.prev.replace(reading) else {
             return Ok(None);
         };
         let cur = self.prev.as_ref().unwrap_or(&prev);
         let secs = cur.at.saturating_duration_since(prev.at).as_secs_f64();
-        let pressure =
-            |f: &str| psi_some_avg10(&self.proc_root.join("pressure").join(f)).unwrap_or(0.0);
+        let pressure = |f: &str| {
+            let p = match &self.host_cgroup {
+                Some(c) => c.join(format!("{f}.pressure")),
+                None => self.proc_root.join("pressure").join(f),
+            };
+            psi_some_avg10(&p).unwrap_or(0.0)
+        };
+        let host_cpu = match (&self.host_cgroup, cur.host_usage, prev.host_usage) {
+            (Some(c), Some(b), Some(a)) if secs > 0.0 => {
+                let cpus = cgroup_capacity(&self.proc_root, c)?;
+                (b.saturating_sub(a) as f64 / 1e6 / secs / cpus).clamp(0.0, 1.0)
+            }
+            (Some(_), _, _) => 0.0,
+            (None, _, _) => cur.cpu.busy_since(&prev.cpu),
+        };
         let vms = self
             .vms
             .iter()
@@ -102,7 +136,7 @@ impl Sampler {
             .collect();
         Ok(Some(Report {
             host: self.host.clone(),
-            cpu: cur.cpu.busy_since(&prev.cpu),
+            cpu: host_cpu,
             psi_cpu: pressure("cpu"),
             psi_io: pressure("io"),
             vms,
@@ -165,6 +199,50 @@ mod tests {
         assert_eq!((r.vms[1].cpu, r.vms[1].psi_cpu), (0.0, 0.0));
         r.check().unwrap();
         assert_eq!(r.agent_check_line(), "50%\n");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_host_cgroup_is_measured_against_its_limit() {
+        let d = tree("hostcg");
+        fs::create_dir_all(d.join("cg/host")).unwrap();
+        write(
+            &d,
+            "proc/stat",
+            "cpu  100 0 100 800 0 0 0 0\ncpu0 1 1 1 1\ncpu1 1 1 1 1\n",
+        );
+        write(&d, "cg/host/cpu.stat", "usage_usec 0\n");
+        write(&d, "cg/host/cpu.max", "100000 100000\n");
+        write(
+            &d,
+            "cg/host/cpu.pressure",
+            "some avg10=30.00 avg60=0 avg300=0 total=1\n",
+        );
+        let mut s = Sampler::new("h1".into(), d.join("proc"), vec![])
+            .with_host_cgroup(Some(d.join("cg/host")));
+        let t0 = Instant::now();
+        assert_eq!(s.sample(t0).unwrap(), None);
+        write(&d, "cg/host/cpu.stat", "usage_usec 1500000\n");
+        let r = s.sample(t0 + Duration::from_secs(2)).unwrap().unwrap();
+        assert!(
+            (r.cpu - 0.75).abs() < 1e-9,
+            "1.5 s of one CPU's limit in 2 s: {}",
+            r.cpu
+        );
+        assert_eq!((r.psi_cpu, r.psi_io), (30.0, 0.0));
+        fs::remove_file(d.join("cg/host/cpu.max")).unwrap();
+        write(&d, "cg/host/cpu.stat", "usage_usec 3500000\n");
+        let r = s.sample(t0 + Duration::from_secs(4)).unwrap().unwrap();
+        assert!(
+            (r.cpu - 0.5).abs() < 1e-9,
+            "2 s in 2 s of 2 CPUs: {}",
+            r.cpu
+        );
+        fs::remove_file(d.join("cg/host/cpu.stat")).unwrap();
+        assert!(
+            s.sample(t0 + Duration::from_secs(6)).is_err(),
+            "an unreadable host cgroup is an error"
+        );
         let _ = fs::remove_dir_all(&d);
     }
 
