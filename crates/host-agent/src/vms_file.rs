@@ -101,23 +101,16 @@ mod tests {
         let mut f = VmsFile::new(&p);
         assert_eq!(f.changed().unwrap().unwrap().len(), 1);
         assert_eq!(f.changed().unwrap(), None, "unchanged: not re-read");
-        std::fs::write(&p, "10.1.1.1\n10.1.1.2\nbad\n").unwrap();
-        let t = SystemTime::now() + std::time::Duration::from_secs(5);
-        std::fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        // A later mtime each time: a rewrite within the clock's tick is seen too.
+        let rewrite = |text: &str, later: u64| {
+            std::fs::write(&p, text).unwrap();
+            let t = SystemTime::now() + std::time::Duration::from_secs(later);
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(t).unwrap();
+        };
+        rewrite("10.1.1.1\n10.1.1.2\nbad\n", 5);
         assert!(f.changed().unwrap_err().contains("line 3"));
-        std::fs::write(&p, "10.1.1.2\n").unwrap();
-        let t = t + std::time::Duration::from_secs(5);
-        std::fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        rewrite("10.1.1.2\n", 10);
         assert_eq!(
             f.changed().unwrap().unwrap()[0].addrs[0].to_string(),
             "10.1.1.2"
