@@ -3,7 +3,7 @@
 
     lab.py --out DIR [--sensors N] [--web-users U] [--warm S] [--ramp S]
            [--measure S] [--schedulers wlc,vmwlc,vmwlch] [--no-failover]
-           [--churn-ms MS]
+           [--churn-ms MS] [--no-feedback-scenarios]
 
 Builds, with network namespaces of this VM only:
 
@@ -22,6 +22,16 @@ vmwlch,vmwlch_churn) runs that scheduler while a third service without traffic
 (port 8081, on the web VMs) has one VM drained and restored every --churn-ms
 (100): the constant change of a real cluster; the phase reports how many of
 the module's decisions were host-aware meanwhile.
+
+A scheduler with the suffix `_fb` (--schedulers wlc,wlc_fb,vmwlch) is the
+stock-kernel mode of load feedback: one host-agent per host reports the
+host's CPU (lab-serve's model, as /proc/stat), keepalive polls them and
+scales each destination's wlc weight by its host's factor (the module is not
+used). After its measured window a CPU antagonist starts on h5 (its VMs'
+weights must fall within 30 s, then change at most once per destination in
+10 s) and a VM of h5 moves to h1 (its veth and the agents' VM files: its
+weight must follow within 2 s); both are undone before the next phase
+(labkit/feedback.py; --no-feedback-scenarios skips them).
 
 Phases: for each scheduler the hybrid workload runs for warm+ramp+measure
 seconds (web users first, then sensors connect over the ramp, then the
@@ -53,6 +63,7 @@ from labkit.base import (FE, GW, HNAMES, HOST_OF, HOSTS, KEEPALIVE, LAB_LOAD, LA
                          write)
 from labkit.calibrate import CalibrationMixin
 from labkit.failover import FailoverMixin
+from labkit.feedback import FeedbackMixin, is_feedback, steady_writes
 from labkit.frontends import CHURN_PORT, fib_has, ipvs_read, ka_config
 from labkit.report import ReportMixin
 from labkit.stats import Phase, fmtv, imbalance, mean, pct
@@ -65,16 +76,23 @@ FAILOVER_BOUND_S = 420
 
 
 def base_scheduler(label):
-    """The IPVS scheduler of a phase: `vmwlch_churn` runs vmwlch."""
-    return label.removesuffix("_churn")
+    """The IPVS scheduler of a phase: `vmwlch_churn` runs vmwlch, `wlc_fb` wlc."""
+    return label.split("_")[0]
+
+
+def ka_setup(label):
+    """What keepalive's configuration depends on in a phase."""
+    return base_scheduler(label), is_feedback(label)
 
 # ---------------------------------------------------------------- the lab
 
-class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
+class Lab(CalibrationMixin, FailoverMixin, FeedbackMixin, ReportMixin):
     def __init__(self, a):
         self.a = a
         # the churn phases' service exists in every phase of such a run
-        self.churn_service = any(x != base_scheduler(x) for x in a.schedulers)
+        self.churn_service = any(x.endswith("_churn") for x in a.schedulers)
+        self.feedback = any(is_feedback(x) for x in a.schedulers)
+        self.agents = {}
         self.tmp = tempfile.mkdtemp(prefix="lab.")
         self.ka = {}
         self.srv = None
@@ -103,6 +121,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         work = self.work_for(self.a.sensors, self.a.web_users)
         cfg = dict(hosts=[dict(name=h, capacity=c) for h, c, _ in HOSTS], vms=VMS,
                    sensor_port=SENSOR_PORT, web_port=WEB_PORT, **work)
+        if self.feedback:
+            cfg["proc_dir"] = self.proc_dir()
         self.work = work
         write(os.path.join(self.tmp, "srv.json"), json.dumps(cfg))
         if not os.access(LAB_SERVE, os.X_OK):
@@ -112,6 +132,9 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         first = self.srv.stdout.readline()
         if '"ready"' not in first:
             raise LabError(f"the lab servers did not start: {first!r}")
+        if self.feedback:
+            self.start_agents()
+            log(f"host agents: {len(self.agents)} listening ({time.time() - t:.1f} s)")
         for i in (1, 2):
             self.start_ka(i, self.a.schedulers[0])
         end = time.time() + 30
@@ -130,9 +153,9 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         log(f"front ends up: fe1 master, fe2 backup (warm, connection sync) ({self.fe_up_t - t:.1f} s)")
         enter(NS_CL)
 
-    def start_ka(self, i, sched):
+    def start_ka(self, i, label):
         conf = os.path.join(self.tmp, f"fe{i}.yaml")
-        write(conf, ka_config(i, sched, self.advert_ms, self.churn_service))
+        write(conf, ka_config(i, base_scheduler(label), self.advert_ms, self.churn_service, is_feedback(label)))
         logf = open(os.path.join(self.tmp, f"fe{i}.log"), "a")
         self.ka[i] = subprocess.Popen(["ip", "netns", "exec", FE[i], KEEPALIVE, "-c", conf, "--log-level", "info"],
                                       stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -158,7 +181,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
         except OSError:
             return ""
 
-    def applied(self, sched, fes=(1,)):
+    def applied(self, label, fes=(1,)):
+        sched = base_scheduler(label)
         for i in fes:
             try:
                 s, d = ipvs_read(self.ka[i].pid)
@@ -170,14 +194,15 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
                 return False
         return True
 
-    async def switch(self, sched):
+    async def switch(self, label):
         for i in (1, 2):
-            write(os.path.join(self.tmp, f"fe{i}.yaml"), ka_config(i, sched, self.advert_ms, self.churn_service))
+            write(os.path.join(self.tmp, f"fe{i}.yaml"),
+                  ka_config(i, base_scheduler(label), self.advert_ms, self.churn_service, is_feedback(label)))
             os.kill(self.ka[i].pid, signal.SIGHUP)
         end = time.time() + 20
-        while not self.applied(sched, (1, 2)):
+        while not self.applied(label, (1, 2)):
             if time.time() > end:
-                raise LabError(f"scheduler {sched} not applied on both front ends:\n"
+                raise LabError(f"{label} not applied on both front ends:\n"
                                f"--- fe1\n{self.ka_log(1)}\n--- fe2\n{self.ka_log(2)}")
             await asyncio.sleep(0.2)
 
@@ -302,6 +327,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
                  jobs=dict(st.get("n", {})), _busy=dict(st.get("busy", {})) if st else None,
                  _t=st.get("t", now))
         s["measured"] = ph.m0 is not None and ph.m1 is None
+        if is_feedback(ph.sched):
+            s["weights"] = self.weights()
         ph.samples.append(s)
         return s
 
@@ -342,15 +369,15 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
     async def run_phase(self, label, keep):
         a = self.a
         sched = base_scheduler(label)
-        if self.phase is None or base_scheduler(self.phase.sched) != sched:
-            await self.switch(sched)
+        if self.phase is None or ka_setup(self.phase.sched) != ka_setup(label):
+            await self.switch(label)
         ph = Phase(label)
         ph.t0 = time.time()
         self.phase = ph
         self.phases.append(ph)
         self.sensors.clear()
         self.sessions.clear()
-        churn = asyncio.create_task(self.churn(ph)) if label != sched else None
+        churn = asyncio.create_task(self.churn(ph)) if label.endswith("_churn") else None
         out(f"== {label}: web users {a.web_users} start, then {a.sensors} sensors connect over {a.ramp:.0f} s,"
             f" then {a.measure:.0f} s measured")
         self.load_cmd({"web": {"users": a.web_users, "idle": a.web_idle}})
@@ -382,6 +409,12 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
             c = r["churn"]
             out(f"== {label}: {c['changes']} weight changes of another service meanwhile; host-aware decisions"
                 f" {c['host_aware']}/{c['decisions']} ({fmtv(100 * (c['host_aware_share'] or 0), '.2f')} %)")
+        if is_feedback(label):
+            out(f"== {label}: destination weights written by the load feedback: at most"
+                f" {fmtv(r['fb_steady_writes'], '.1f')} change(s) per destination per 10 s over the"
+                f" {r['fb_steady_window_s']:.0f} s measured")
+            if not a.no_feedback_scenarios:
+                r["feedback"] = await self.feedback_scenarios()
         if not keep:
             await self.stop_phase(ph)
 
@@ -459,6 +492,8 @@ class Lab(CalibrationMixin, FailoverMixin, ReportMixin):
                  gen_lag_ms=mean(ph.gen_lag) if ph.gen_lag else None, connect_timeouts=ph.connect_timeouts,
                  sensors_open_at_measure=getattr(ph, "open_at_m0", 0), settle_s=getattr(ph, "settle_s", None),
                  churn=getattr(ph, "churn", None))
+        if is_feedback(ph.sched):
+            r["fb_steady_writes"], r["fb_steady_window_s"] = steady_writes(ms)
         for svc in ("sensor", "web"):
             xs = [x for t, x in ph.rt[svc] if ph.m0 <= t <= ph.m1]
             r[f"{svc}_n"] = len(xs)
@@ -538,6 +573,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--churn-ms", type=int, default=100,
                     help="period of the weight changes in a _churn phase (ms)")
+    ap.add_argument("--no-feedback-scenarios", action="store_true",
+                    help="a _fb phase without the antagonist and the VM move")
     a = ap.parse_args()
     a.schedulers = a.schedulers.split(",")
     if a.sensors < 1 or a.web_users < 1 or a.measure <= 0:
@@ -568,6 +605,7 @@ def main():
         for i, p in lab.ka.items():
             if p.poll() is None:
                 p.terminate()
+        lab.stop_agents()
         for p in (lab.srv, lab.load):
             if p and p.poll() is None:
                 p.terminate()

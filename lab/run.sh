@@ -7,7 +7,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 [ "${VMWLCH_IN_VM:-0}" = 1 ] || { echo "lab/run.sh: run it in the test VM (scripts/vm.sh -- lab/run.sh ...)" >&2; exit 2; }
-for b in keepalive ipvsctl lab-serve lab-load; do
+for b in keepalive ipvsctl lab-serve lab-load host-agent; do
     [ -x "$REPO/target/release/$b" ] || { echo "lab/run.sh: target/release/$b missing (scripts/setup.sh)" >&2; exit 1; }
 done
 command -v python3 >/dev/null || { echo "lab/run.sh: python3 missing" >&2; exit 1; }

@@ -5,6 +5,8 @@
 #   ipvsctl            the ipvsctl binary, man pages, bash/zsh/fish completions
 #   ipvsctl-ipvsadm    ipvsctl as ipvsadm (replaces Debian's ipvsadm package)
 #   keepalive          the daemon, its systemd unit, /etc/keepalive/ example, man page
+#   host-agent         the physical hosts' load agent, its systemd unit,
+#                      /etc/default/host-agent, man page
 #   ip-vs-vmwlch-dkms  the kernel module's source for DKMS, modprobe alias
 #
 #   scripts/package.sh [--lintian] [--reproducible] [--out DIR]
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
         --lintian) LINTIAN=1 ;;
         --reproducible) REPRO=1 ;;
         --out) OUT="${2:?--out needs a directory}"; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) die "unknown option '$1' (try --help)" ;;
     esac
     shift
@@ -45,8 +47,10 @@ git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1 || die "$REPO is not a git ch
 crate_version() { sed -n 's/^version = "\(.*\)"/\1/p' "$REPO/crates/$1/Cargo.toml" | head -1; }
 VERSION="$(crate_version ipvsctl)"
 [ -n "$VERSION" ] || die "no version in crates/ipvsctl/Cargo.toml"
-[ "$(crate_version keepalive)" = "$VERSION" ] ||
-    die "crates/keepalive/Cargo.toml has version $(crate_version keepalive), ipvsctl $VERSION: the packages share one version"
+for crate in keepalive host-agent; do
+    [ "$(crate_version $crate)" = "$VERSION" ] ||
+        die "crates/$crate/Cargo.toml has version $(crate_version $crate), ipvsctl $VERSION: the packages share one version"
+done
 MODVER="$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$REPO/ipvs-sched-vmwlch/dkms.conf")"
 [ "$MODVER" = "$VERSION" ] ||
     die "ipvs-sched-vmwlch/dkms.conf has PACKAGE_VERSION=\"$MODVER\", the workspace $VERSION: update dkms.conf"
@@ -67,9 +71,9 @@ log "cargo build --release --workspace"
 # --- the tree dpkg-buildpackage works in; the packages go to $2 ---
 build_debs() { # staging-parent outdir
     local stage="$1/ipvs-vmwlch-$DEBVER" M="$REPO/ipvs-sched-vmwlch" maint
-    mkdir -p "$stage/build/bin" "$stage/build/dkms/src" "$stage/build/keepalive" "$2"
+    mkdir -p "$stage/build/bin" "$stage/build/dkms/src" "$stage/build/keepalive" "$stage/build/host-agent" "$2"
     cp -r "$REPO/packaging/debian" "$stage/debian"
-    cp "$REPO/target/release/ipvsctl" "$REPO/target/release/keepalive" "$stage/build/bin/"
+    cp "$REPO/target/release/ipvsctl" "$REPO/target/release/keepalive" "$REPO/target/release/host-agent" "$stage/build/bin/"
     # The module's sources only: objects and the generated src/layout.rs
     # belong to the kernel they were built for.
     cp -r "$M/Kbuild" "$M/Makefile" "$M/dkms.conf" "$M/README.md" "$M/include" "$stage/build/dkms/"
@@ -77,6 +81,8 @@ build_debs() { # staging-parent outdir
         -exec cp {} "$stage/build/dkms/src/" \;
     cp "$REPO/crates/keepalive/keepalive.service" "$stage/debian/keepalive.service"
     cp "$REPO/crates/keepalive/keepalive.example.yaml" "$REPO/crates/keepalive/README.md" "$stage/build/keepalive/"
+    cp "$REPO/crates/host-agent/host-agent.service" "$stage/debian/host-agent.service"
+    cp "$REPO/crates/host-agent/README.md" "$stage/build/host-agent/"
     maint="$(sed -n 's/^Maintainer: //p' "$stage/debian/control")"
     printf '%s\n' "ipvs-vmwlch ($DEBVER) bookworm; urgency=medium" "" "  * Built from commit $COMMIT." "" \
         " -- $maint  $(date -R -d "@$SOURCE_DATE_EPOCH")" > "$stage/debian/changelog"

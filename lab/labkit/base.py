@@ -15,6 +15,8 @@ BIN = os.path.join(REPO, "target", "release")
 KEEPALIVE = os.path.join(BIN, "keepalive")
 LAB_LOAD = os.path.join(BIN, "lab-load")
 LAB_SERVE = os.path.join(BIN, "lab-serve")
+HOST_AGENT = os.path.join(BIN, "host-agent")
+AGENT_PORT = 7070
 
 VIP, GW = "192.0.2.10", "10.1.0.254"
 SENSOR_PORT, WEB_PORT = 9000, 80
@@ -64,6 +66,8 @@ HOST_OF = {v["addr"]: v["host"] for v in VMS}
 WEIGHT = {h: w for h, _, w in HOSTS}
 CAP = {h: c for h, c, _ in HOSTS}
 HNAMES = [h for h, _, _ in HOSTS]
+# Each host's own address on its VM bridge: its host-agent listens there.
+AGENT_ADDR = {h: f"10.1.{i}.1" for i, h in enumerate(HNAMES, 1)}
 
 def run(cmd, timeout=60, input=None):
     try:

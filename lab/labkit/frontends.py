@@ -2,7 +2,7 @@
 from their namespaces through /proc (no exec on the sampling path)."""
 import datetime
 import re
-from .base import GW, HOSTS, SENSOR_PORT, VIP, VMS, WEB_PORT
+from .base import AGENT_ADDR, AGENT_PORT, GW, HOSTS, SENSOR_PORT, VIP, VMS, WEB_PORT
 
 # ---------------------------------------------------------------- front ends
 
@@ -11,7 +11,13 @@ from .base import GW, HOSTS, SENSOR_PORT, VIP, VMS, WEB_PORT
 CHURN_PORT = 8081
 
 
-def ka_config(i, sched, advert_ms=100, churn_service=False):
+# Load feedback (a `_fb` phase): the destinations' static weight, which the
+# host factors scale, and how often the agents are polled.
+FB_DEST_WEIGHT = 100
+FB_INTERVAL_MS = 1000
+
+
+def ka_config(i, sched, advert_ms=100, churn_service=False, feedback=False):
     prio = 200 if i == 1 else 100
     # real-time event loop: the lab keeps the VM busy, and adverts must not wait
     y = ["global:", "  metrics_listen: 127.0.0.1:9650", "  realtime_priority: 50", "vrrp:"]
@@ -24,7 +30,8 @@ def ka_config(i, sched, advert_ms=100, churn_service=False):
     for svc, port in (("sensor", SENSOR_PORT), ("web", WEB_PORT)):
         y += [f"  # {svc}", "  - protocol: tcp", f"    address: {VIP}", f"    port: {port}",
               f"    scheduler: {sched}", "    dests:"]
-        y += [f"      - {{ address: {v['addr']}, forward: masq }}" for v in VMS if v["service"] == svc]
+        weight = f", weight: {FB_DEST_WEIGHT}" if feedback else ""
+        y += [f"      - {{ address: {v['addr']}, forward: masq{weight} }}" for v in VMS if v["service"] == svc]
     if churn_service:
         y += ["  # churn: no traffic, weights changed under the others' load", "  - protocol: tcp",
               f"    address: {VIP}", f"    port: {CHURN_PORT}", f"    scheduler: {sched}", "    dests:"]
@@ -33,6 +40,13 @@ def ka_config(i, sched, advert_ms=100, churn_service=False):
     for h, _, w in HOSTS:
         y += [f"  - name: {h}", f"    weight: {w}",
               f"    vms: [{', '.join(v['addr'] for v in VMS if v['host'] == h)}]"]
+    if feedback:
+        # stock-kernel mode: wlc with each destination's weight scaled by
+        # its host's factor (the module, loaded for the other phases, unused)
+        y += ["load_feedback:", "  agents:"]
+        y += [f"    {h}: \"{AGENT_ADDR[h]}:{AGENT_PORT}\"" for h, _, _ in HOSTS]
+        y += [f"  interval_ms: {FB_INTERVAL_MS}", f"  timeout_ms: {FB_INTERVAL_MS - 100}",
+              "  mode: dest_weights", "  follow_placement: true"]
     return "\n".join(y) + "\n"
 
 
@@ -48,9 +62,10 @@ def fib_has(pid, addr):
     return False
 
 
-def ipvs_read(pid):
-    """({port: scheduler}, {(port, dest_addr): (active, inactive)}) from /proc/PID/net/ip_vs."""
-    scheds, dests, port = {}, {}, None
+def _ipvs_rows(pid):
+    """(port, scheduler, None) per service and (port, dest_addr, fields) per
+    destination line of /proc/PID/net/ip_vs (fields: Forward Weight ActiveConn InActConn)."""
+    port = None
     with open(f"/proc/{pid}/net/ip_vs") as f:
         for line in f.read().splitlines()[3:]:
             p = line.split()
@@ -58,12 +73,26 @@ def ipvs_read(pid):
                 continue
             if p[0] in ("TCP", "UDP", "SCTP"):
                 port = int(p[1].split(":")[1], 16)
-                scheds[port] = p[2]
+                yield port, p[2], None
             elif p[0] == "->" and port is not None:
                 a, _ = p[1].split(":")
-                ip = ".".join(str(int(a[i:i + 2], 16)) for i in (0, 2, 4, 6))
-                dests[(port, ip)] = (int(p[4]), int(p[5]))
+                yield port, ".".join(str(int(a[i:i + 2], 16)) for i in (0, 2, 4, 6)), p[2:]
+
+
+def ipvs_read(pid):
+    """({port: scheduler}, {(port, dest_addr): (active, inactive)}) from /proc/PID/net/ip_vs."""
+    scheds, dests = {}, {}
+    for port, x, fields in _ipvs_rows(pid):
+        if fields is None:
+            scheds[port] = x
+        else:
+            dests[(port, x)] = (int(fields[2]), int(fields[3]))
     return scheds, dests
+
+
+def ipvs_weights(pid):
+    """{(port, dest_addr): weight} from /proc/PID/net/ip_vs."""
+    return {(port, x): int(fields[1]) for port, x, fields in _ipvs_rows(pid) if fields is not None}
 
 
 def client_ports(pid, port):

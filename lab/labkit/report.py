@@ -17,6 +17,13 @@ class ReportMixin:
                     f.write(f"{s['t']:.1f} " + " ".join(f"{s['wload'][h]:.2f}" for h in HNAMES) + " " +
                             " ".join(f"{100 * mean([x['util'][h] for x in win]):.1f}" for h in HNAMES) +
                             f" {1 if s['measured'] else 0}\n")
+            if any(s.get("weights") for s in ph.samples):  # a load-feedback phase
+                addrs = [v["addr"] for v in VMS]
+                with open(os.path.join(self.a.out, f"weights-{ph.sched}.dat"), "w") as f:
+                    f.write("# t " + " ".join(f"{v['name']}@{v['host']}" for v in VMS) + "\n")
+                    for s in ph.samples:
+                        if s.get("weights"):
+                            f.write(f"{s['t']:.1f} " + " ".join(str(s["weights"].get(a, 0)) for a in addrs) + "\n")
         with open(os.path.join(self.a.out, "labels.gp"), "w") as f:  # for lab/plot.gp
             f.write(f'scheds = "{" ".join(ph.sched for ph in self.phases)}"\n')
             for ph in self.phases:
@@ -94,6 +101,7 @@ class ReportMixin:
                          f" new connections a second after the failover settled: {fo['probes_after_ok']}/"
                          f"{fo['probes_after']}" + (f" (failed: {', '.join(fo['probes_after_errors'])})"
                                                     if fo.get("probes_after_errors") else ""))
+        L += self.feedback_lines(summ)
         L.append("")
         L += self.words(summ)
         L.append("")
@@ -101,6 +109,32 @@ class ReportMixin:
         L.append("Self-check: the lab's own health was good; the figures can be trusted." if not bad else
                  "Self-check: this run CANNOT be trusted - " + "; ".join(bad) + ".")
         return "\n".join(L)
+
+    def feedback_lines(self, summ):
+        """The stock-kernel load feedback phase and its scenarios (lab/labkit/feedback.py)."""
+        L = []
+        for p in summ["phases"]:
+            if "fb_steady_writes" not in p:
+                continue
+            L.append("")
+            L.append(f"Load feedback, stock-kernel mode ({p['scheduler']}: wlc, destination weights scaled by"
+                     " the host agents' CPU reports; the module not used): host imbalance"
+                     f" {fmtv(p['imbalance_conns'], '.2f')}; at most {fmtv(p['fb_steady_writes'], '.1f')}"
+                     " weight change(s) per destination per 10 s over the measured window")
+            f = p.get("feedback")
+            if not f:
+                continue
+            L.append(f"  CPU antagonist on {f['antagonist_host']}: its VMs' weight {f['weight_before']:.0f} ->"
+                     f" {f['weight_under']:.0f} (the other VMs' {f['others_before']:.0f} -> {f['others_under']:.0f})"
+                     + (f", halved in {f['moved_off_s']:.1f} s" if f["moved_off"] else ", NOT halved within 30 s")
+                     + f"; then {f['steady_window_s']:.0f} s steady: at most {f['steady_max_writes']} write(s) per"
+                     " destination")
+            L.append(f"  VM {f['moved_vm']} moved to {f['moved_to']} (veth and the agents' VM files): its weight"
+                     f" {f['vm_weight_before']} -> {f['vm_weight_after']}"
+                     + (f" {f['follow_ms']} ms after the files changed" if f["followed"] else ", NOT followed in 10 s")
+                     + ("; all within the bounds (30 s, 1 write per 10 s, 2 s)" if f["ok"] else
+                        "; OUTSIDE the bounds (30 s, 1 write per 10 s, 2 s)"))
+        return L
 
     def calibration_lines(self, summ):
         c, p = summ.get("calibration"), summ["params"]
@@ -194,6 +228,14 @@ class ReportMixin:
                 W.append(f"  Note: the VM was short of CPU in this run (the client's event loop ran up to"
                          f" {lag:.0f} ms late per second on average; other VMs on this machine?): response"
                          " times are inflated and noisier; host balance is not affected.")
+        fb = by.get("wlc_fb")
+        if fb and "wlc" in by and all(measured(by[k]["imbalance_conns"]) for k in ("wlc", "wlc_fb")):
+            W.append(f"- On a kernel without the module, wlc with the load feedback's weights reached host"
+                     f" imbalance {fb['imbalance_conns']:.2f}x (plain wlc {by['wlc']['imbalance_conns']:.2f}x"
+                     + (f", vmwlch {by['vmwlch']['imbalance_conns']:.2f}x" if "vmwlch" in by
+                        and measured(by["vmwlch"]["imbalance_conns"]) else "")
+                     + "): the agents' CPU reports move weight off the hosts that carry the web VMs and onto"
+                     " the fast ones.")
         fo = summ["failover"]
         if fo and fo.get("done") and not fo.get("error") and fo.get("failover_ms") is not None:
             allkept = fo["sensors_kept"] == fo["sensors_at_kill"] and fo["web_lost"] == 0

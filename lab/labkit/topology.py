@@ -1,7 +1,7 @@
 """The lab's network: namespaces, veth pairs and bridges, built and removed in batches."""
 import os
 import subprocess
-from .base import FE, GW, HNAMES, LabError, NS_BR, NS_CL, VMS, log, run, write
+from .base import AGENT_ADDR, FE, GW, HNAMES, LabError, NS_BR, NS_CL, VMS, log, run, write
 
 # ---------------------------------------------------------------- topology
 
@@ -36,7 +36,7 @@ def build_topology(tmp):
                       "link set eth0 up", "link set eth1 up"]
     for h in HNAMES:
         per[f"lab-{h}"] = ["link set lo up", "link add hbr type bridge", "link set hbr up",
-                           "link set uplink master hbr up"] + \
+                           f"addr add {AGENT_ADDR[h]}/16 dev hbr", "link set uplink master hbr up"] + \
                           [f"link set {v['name']} master hbr up" for v in VMS if v["host"] == h]
     for v in VMS:
         per[v["ns"]] = ["link set lo up", f"addr add {v['addr']}/16 dev eth0", "link set eth0 up",

@@ -23,7 +23,7 @@ OUT="$REPO/target/debian"
 shopt -s nullglob
 debs=("$OUT"/*.deb)
 shopt -u nullglob
-[ ${#debs[@]} = 4 ] || die "expected the 4 packages in $OUT, found ${#debs[@]}: scripts/package.sh builds them"
+[ ${#debs[@]} = 5 ] || die "expected the 5 packages in $OUT, found ${#debs[@]}: scripts/package.sh builds them"
 KB="$(kernel_build_dir)"
 [ -f "$KB/.built" ] || die "no test kernel build at $KB: scripts/setup.sh builds it"
 rel="$(cat "$KB/include/config/kernel.release")"
@@ -129,7 +129,7 @@ mv "$OUT/installed.tar.tmp" "$OUT/installed.tar"
 log "the installed system's changes: $OUT/installed.tar ($(du -h "$OUT/installed.tar" | cut -f1))"
 
 log "dpkg -r"
-in_root dpkg -r ipvsctl-ipvsadm keepalive ipvsctl ip-vs-vmwlch-dkms
+in_root dpkg -r ipvsctl-ipvsadm keepalive host-agent ipvsctl ip-vs-vmwlch-dkms
 in_root modinfo -k "$rel" ip_vs_vmwlch >/dev/null 2>&1 && die "the module is still installed after dpkg -r"
 [ -z "$(in_root dkms status ip_vs_vmwlch)" ] || die "dkms still knows the module: $(in_root dkms status ip_vs_vmwlch)"
 # What removal may leave (everything else must go): Debian's ipvsadm's files,
@@ -146,15 +146,17 @@ left() { # extra-allowed-regex
         echo "$type $path"
     done
 }
-# After dpkg -r also the conffile, and the unit's enablement (debhelper
+# After dpkg -r also the conffiles, and the units' enablement (debhelper
 # keeps it until purge, as for every Debian service).
-after_r='^(f /etc/keepalive/keepalive\.example\.yaml|d /etc/keepalive|l /etc/systemd/system/(multi-user\.target\.wants/)?keepalive\.service|[fd] /var/lib/systemd/deb-systemd-helper-(enabled|masked)(/.*)?)$'
+after_r='^(f /etc/keepalive/keepalive\.example\.yaml|d /etc/keepalive|f /etc/default/host-agent|l /etc/systemd/system/(multi-user\.target\.wants/)?(keepalive|host-agent)\.service|[fd] /var/lib/systemd/deb-systemd-helper-(enabled|masked)(/.*)?)$'
 removed="$(left "$after_r")"
-[ -z "$removed" ] || die "left after dpkg -r (besides the conffile and the unit's enablement):
+[ -z "$removed" ] || die "left after dpkg -r (besides the conffiles and the units' enablement):
 $removed"
-[ -e "$R/etc/keepalive/keepalive.example.yaml" ] || die "dpkg -r removed the conffile (only --purge may)"
+for f in /etc/keepalive/keepalive.example.yaml /etc/default/host-agent; do
+    [ -e "$R$f" ] || die "dpkg -r removed the conffile $f (only --purge may)"
+done
 log "dpkg --purge"
-in_root dpkg --purge ipvsctl-ipvsadm keepalive ipvsctl ip-vs-vmwlch-dkms
+in_root dpkg --purge ipvsctl-ipvsadm keepalive host-agent ipvsctl ip-vs-vmwlch-dkms
 purged="$(left '^$')"
 [ -z "$purged" ] || die "left after dpkg --purge:
 $purged"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # vm-env: VM_TIMEOUT=900
 # The Debian packages installed, on the test kernel. The installation ran on
-# the host (tests/pkg/install-root.sh: dpkg -i of the four packages into an
+# the host (tests/pkg/install-root.sh: dpkg -i of the five packages into an
 # overlay of the host's root, DKMS building ip_vs_vmwlch for this kernel
 # from its build tree; the same script checks dpkg -r and --purge), because
 # the Rust build under emulation takes half an hour. What the installation
@@ -9,8 +9,10 @@
 # layer; here the installed system must work: the module DKMS built loads
 # (modprobe; IPVS's autoload by scheduler name, vmwlch and the vmwlc alias),
 # our ipvsadm lists byte-identically to Debian's, keepalive --check accepts
-# the installed example and the README's first configuration, and the
-# manual pages, completions, unit and modprobe files are in place.
+# the installed example and the README's first configuration, host-agent
+# answers as its unit runs it (unprivileged, no capabilities) while its
+# installed options file leaves the unit unstarted, and the manual pages,
+# completions, units and modprobe files are in place.
 #
 # The guest's root is the host's, read-only: /usr, /etc, /var/lib,
 # /var/cache and /boot get an overlay (upper layers in /run, a tmpfs, filled
@@ -88,8 +90,51 @@ sed -n '/^## Install on a front end/,$p' "$REPO/README.md" | sed -n '/^```yaml/,
 keepalive --check -c "$WORKDIR/readme.yaml" || fail "keepalive --check rejects README's minimal configuration"
 for f in /usr/share/bash-completion/completions/ipvsctl /usr/share/zsh/vendor-completions/_ipvsctl \
     /usr/share/fish/vendor_completions.d/ipvsctl.fish /usr/share/man/man8/ipvsctl.8.gz \
-    /usr/share/man/man8/keepalive.8.gz /lib/systemd/system/keepalive.service /lib/modprobe.d/ip-vs-vmwlch.conf; do
+    /usr/share/man/man8/keepalive.8.gz /lib/systemd/system/keepalive.service /lib/modprobe.d/ip-vs-vmwlch.conf \
+    /usr/share/man/man8/host-agent.8.gz /lib/systemd/system/host-agent.service /etc/default/host-agent; do
     [ -s "$f" ] || fail "$f is missing"
 done
+
+# host-agent: the unit runs the installed binary with the options file's
+# HOST_AGENT_OPTS, which the package leaves empty (its ExecCondition then
+# skips the start: no agent on 0.0.0.0 unconfigured).
+[ -x /usr/sbin/host-agent ] || fail "/usr/sbin/host-agent is missing"
+unit=$'\n'"$(< /lib/systemd/system/host-agent.service)"$'\n'
+for l in 'EnvironmentFile=-/etc/default/host-agent' 'ExecStart=/usr/sbin/host-agent $HOST_AGENT_OPTS' \
+    "ExecCondition=/bin/sh -c 'test -n \"\$\$HOST_AGENT_OPTS\"'" 'DynamicUser=yes' 'CapabilityBoundingSet='; do
+    [[ "$unit" == *$'\n'"$l"$'\n'* ]] || fail "host-agent.service has no line $l"
+done
+(HOST_AGENT_OPTS=x; . /etc/default/host-agent; [ -z "$HOST_AGENT_OPTS" ]) ||
+    fail "/etc/default/host-agent does not leave HOST_AGENT_OPTS empty (the unit would start unconfigured)"
+host-agent --help > /dev/null || fail "host-agent --help failed"
+rc=0; host-agent --host t1 --no-such-option 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "host-agent with a bad option: status $rc, expected 2"
+# As the unit runs it: another user than root (DynamicUser=), no capabilities
+# (CapabilityBoundingSet=), NoNewPrivileges=; it reads /proc and answers.
+port=17070
+setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs --bounding-set=-all --inh-caps=-all \
+    host-agent --host t1 --listen "127.0.0.1:$port" --vm 10.9.9.9 --period-ms 100 2> "$WORKDIR/agent.log" &
+agent=$!
+on_exit "kill $agent 2>/dev/null"
+exec {nap}<> <(:)   # read -t on it: a 100 ms wait without starting a process
+for ((i = 0; ; i++)); do
+    { exec {conn}<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null && break
+    kill -0 "$agent" 2>/dev/null || fail "host-agent exited: $(< "$WORKDIR/agent.log")"
+    [ "$i" -lt 300 ] || fail "host-agent does not answer on 127.0.0.1:$port after 30 s: $(< "$WORKDIR/agent.log")"
+    read -rt 0.1 -u "$nap" || true
+done
+echo >&"$conn"   # not "report": the agent-check line
+IFS= read -rt 10 -u "$conn" line || fail "no agent-check line from host-agent"
+exec {conn}<&-
+[[ "$line" =~ ^[0-9]+%$ ]] || fail "host-agent's agent-check line is '$line', not a percentage"
+exec {conn}<>"/dev/tcp/127.0.0.1/$port"
+echo report >&"$conn"
+IFS= read -rt 10 -u "$conn" report || fail "no report from host-agent"
+exec {conn}<&-
+[[ "$report" == '{"host":"t1",'*'"addrs":["10.9.9.9"]'*'}' ]] || fail "host-agent's report is not t1's with VM 10.9.9.9: '$report'"
+kill "$agent"
+rc=0; wait "$agent" || rc=$?
+[ "$rc" = 143 ] || fail "host-agent exited with status $rc before SIGTERM: $(< "$WORKDIR/agent.log")"
+log "host-agent (uid 65534, no capabilities): agent-check '$line', report $report"
 
 log "the installed system works (checks took $((SECONDS - t)) s; whole test $SECONDS s)"

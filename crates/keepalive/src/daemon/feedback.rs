@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use super::Daemon;
 use crate::config::{Config, LoadFeedback};
 use crate::feedback::{Poll, Round};
-use crate::ipvs::Feedback;
+use crate::ipvs::{Feedback, RESOLUTION};
 use crate::metrics::{C, G};
 use crate::source::Desired;
 
@@ -100,12 +100,17 @@ fn params(interval: Duration) -> Params {
     }
 }
 
-/// The hosts of the desired state with their static weights.
+/// The hosts of the desired state with their static weights, in the
+/// controller's [`RESOLUTION`].
 fn static_hosts(desired: &Desired) -> Vec<(String, u32)> {
     desired
         .as_ref()
         .and_then(|d| d.hosts.as_ref())
-        .map(|hs| hs.iter().map(|h| (h.name.clone(), h.weight)).collect())
+        .map(|hs| {
+            hs.iter()
+                .map(|h| (h.name.clone(), h.weight.saturating_mul(RESOLUTION)))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -180,15 +185,24 @@ impl Daemon {
         for (host, w) in writes {
             self.metrics
                 .inc(C::FeedbackWrites, vec![("host", host.clone())]);
-            info!(host = %host, weight = w, "load feedback: host weight");
+            let weight = f64::from(w) / f64::from(RESOLUTION);
+            info!(host = %host, weight, "load feedback: host weight");
             f.current.weights.insert(host, w);
         }
-        let placement = f.placement(now);
+        // Only the moves count: an agent whose report went stale takes its
+        // addresses out of the reported placement, but they stay where the
+        // cluster file puts them, so nothing is applied for it.
+        let desired = self.desired.as_deref();
+        let placement: BTreeMap<IpAddr, String> = f
+            .placement(now)
+            .into_iter()
+            .filter(|(a, h)| !maps_to(desired, a, h))
+            .collect();
         let moved = placement != f.current.placement;
         if moved {
             info!(
-                addresses = placement.len(),
-                "load feedback: VM placement changed"
+                moved = placement.len(),
+                "load feedback: VM placement changed (addresses away from the cluster file's host)"
             );
             f.current.placement = placement;
         }
@@ -224,14 +238,9 @@ impl Daemon {
                 i64::from(w),
             );
         }
-        let desired = self.desired.as_deref();
         for host in f.cfg.agents.keys() {
-            let moved = f
-                .current
-                .placement
-                .iter()
-                .filter(|(a, h)| *h == host && !maps_to(desired, a, host))
-                .count();
+            // current.placement holds the moves only (on_feedback)
+            let moved = f.current.placement.values().filter(|h| *h == host).count();
             self.metrics
                 .set(G::FeedbackMoved, vec![("host", host.clone())], moved as i64);
         }

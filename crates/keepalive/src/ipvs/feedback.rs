@@ -9,12 +9,19 @@ use ipvs_cluster::Desired;
 
 use crate::config::FeedbackMode;
 
+/// The controller follows each host at this many times its static weight:
+/// static host weights are often single digits, and a destination's factor
+/// (dest_weights) in whole host-weight steps would move by a third or a
+/// half at a time, too coarse to balance and a cause of oscillation. The
+/// vmwlch host map gets the weight divided back (rounded, at least 1).
+pub const RESOLUTION: u32 = 100;
+
 /// The load-feedback part of the overrides (see [`super::Overrides`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Feedback {
     pub mode: FeedbackMode,
-    /// Weights the controller wrote, by host; a host absent here keeps its
-    /// static weight.
+    /// Weights the controller wrote, by host, in [`RESOLUTION`]ths of a
+    /// host weight; a host absent here keeps its static weight.
     pub weights: BTreeMap<String, u32>,
     /// Where fresh agent reports say a VM address runs now.
     pub placement: BTreeMap<IpAddr, String>,
@@ -55,13 +62,13 @@ pub fn override_feedback(desired: &mut Desired, fb: &Feedback, module: bool) -> 
     if mode == FeedbackMode::HostWeights {
         for h in hosts.iter_mut() {
             if let Some(&w) = fb.weights.get(&h.name) {
-                h.weight = w;
+                h.weight = ((w + RESOLUTION / 2) / RESOLUTION).max(1);
             }
         }
         return moved;
     }
-    // dest_weights: factor written / static per host, on every destination
-    // the map places there.
+    // dest_weights: factor written / (static * RESOLUTION) per host, on
+    // every destination the map places there.
     let factor: BTreeMap<IpAddr, (u32, u32)> = hosts
         .iter()
         .filter_map(|h| Some((h, *fb.weights.get(&h.name)?)))
@@ -71,7 +78,7 @@ pub fn override_feedback(desired: &mut Desired, fb: &Feedback, module: bool) -> 
     for (_, dests) in desired.services.iter_mut().flatten() {
         for d in dests.iter_mut() {
             if let Some(&(w, s)) = factor.get(&d.addr) {
-                d.weight = scale(d.weight, w, s);
+                d.weight = scale(d.weight, w, u64::from(s) * u64::from(RESOLUTION));
             }
         }
     }
@@ -83,11 +90,11 @@ pub fn override_feedback(desired: &mut Desired, fb: &Feedback, module: bool) -> 
 
 /// `weight * num / den`, rounded, in IPVS's weight range; a positive weight
 /// stays positive (draining is the operator's, not the controller's).
-fn scale(weight: u32, num: u32, den: u32) -> u32 {
+fn scale(weight: u32, num: u32, den: u64) -> u32 {
     if weight == 0 {
         return 0;
     }
-    let v = (u64::from(weight) * u64::from(num) + u64::from(den) / 2) / u64::from(den);
+    let v = (u64::from(weight) * u64::from(num) + den / 2) / den;
     // The kernel's weights are ints: at most i32::MAX (fits in u32).
     v.clamp(1, i32::MAX as u64) as u32
 }
@@ -123,7 +130,11 @@ hosts:
     fn fb(mode: FeedbackMode, w: &[(&str, u32)]) -> Feedback {
         Feedback {
             mode,
-            weights: w.iter().map(|(h, w)| (h.to_string(), *w)).collect(),
+            // the tests give whole host weights
+            weights: w
+                .iter()
+                .map(|(h, w)| (h.to_string(), *w * RESOLUTION))
+                .collect(),
             placement: BTreeMap::new(),
         }
     }

@@ -14,6 +14,16 @@
 //! (e.g. 0.0.0.0 for direct routing, where requests arrive for the VIP)
 //! replaces its "addr" for the listening socket; "conns" in the stats line
 //! counts each host's open client connections.
+//!
+//! Load feedback (lab.py's `wlc_fb` phase): with "proc_dir" set, every
+//! 250 ms each host's busy time is published as `PROC_DIR/HOST/stat` in
+//! /proc/stat's format, for a host-agent started with `--proc-root` on that
+//! directory (the hosts are models: their CPU is this file). The commands
+//! {"antagonist": {"host": H, "on": true|false}} start or stop a CPU hog on
+//! host H (a job that never ends, sharing the host like any other), and
+//! {"move": {"vm": NAME, "host": H}} serves VM NAME's requests on host H
+//! from then on (a live migration; its open connections stay counted
+//! where they were opened).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -54,6 +64,8 @@ struct Config {
     web_port: u16,
     sensor_work: f64,
     web_work: f64,
+    #[serde(default)]
+    proc_dir: Option<String>,
 }
 
 /// A host: the model, the waiting requests, and a wake-up for its timer task.
@@ -94,7 +106,33 @@ struct Shared {
 #[derive(Deserialize)]
 struct Command {
     work: Option<Work>,
+    antagonist: Option<Antagonist>,
+    #[serde(rename = "move")]
+    move_vm: Option<MoveVm>,
 }
+
+#[derive(Deserialize)]
+struct Antagonist {
+    host: String,
+    on: bool,
+}
+
+#[derive(Deserialize)]
+struct MoveVm {
+    vm: String,
+    host: String,
+}
+
+/// The job id of host number I's antagonist (request ids count up from 1).
+fn antagonist_id(i: usize) -> u64 {
+    u64::MAX - i as u64
+}
+
+/// An antagonist's work: it never finishes (about 30 years of a CPU).
+const ANTAGONIST_WORK: f64 = 1e9;
+
+/// Where a VM runs now (a `move` command changes it).
+type Home = Rc<RefCell<Rc<Host>>>;
 
 #[derive(Deserialize)]
 struct Work {
@@ -159,8 +197,8 @@ async fn host_timer(sh: Rc<Shared>, host: Rc<Host>) {
     }
 }
 
-async fn sensor_conn(sh: Rc<Shared>, host: Rc<Host>, s: TcpStream) {
-    let _open = Open::new(&host);
+async fn sensor_conn(sh: Rc<Shared>, home: Home, s: TcpStream) {
+    let _open = Open::new(&home.borrow());
     let (r, mut w) = s.into_split();
     let mut r = BufReader::new(r);
     let mut line = Vec::with_capacity(64);
@@ -174,6 +212,7 @@ async fn sensor_conn(sh: Rc<Shared>, host: Rc<Host>, s: TcpStream) {
             return;
         };
         let reply = [b"OK ", seq, b"\n"].concat();
+        let host = home.borrow().clone();
         work(&sh, &host, sh.work.get().0).await;
         if w.write_all(&reply).await.is_err() {
             return;
@@ -181,8 +220,8 @@ async fn sensor_conn(sh: Rc<Shared>, host: Rc<Host>, s: TcpStream) {
     }
 }
 
-async fn web_conn(sh: Rc<Shared>, host: Rc<Host>, vm: Rc<str>, s: TcpStream) {
-    let _open = Open::new(&host);
+async fn web_conn(sh: Rc<Shared>, home: Home, vm: Rc<str>, s: TcpStream) {
+    let _open = Open::new(&home.borrow());
     let (r, mut w) = s.into_split();
     let mut r = BufReader::new(r);
     let page = proto::page();
@@ -202,6 +241,7 @@ async fn web_conn(sh: Rc<Shared>, host: Rc<Host>, vm: Rc<str>, s: TcpStream) {
         };
         let ping = req.path == b"/ping";
         if !ping {
+            let host = home.borrow().clone();
             work(&sh, &host, sh.work.get().1).await;
         }
         let body: &[u8] = if ping { b"pong\n" } else { &page };
@@ -268,12 +308,15 @@ async fn serve(sh: Rc<Shared>) -> Result<(), String> {
     for h in hosts.values() {
         tokio::task::spawn_local(host_timer(sh.clone(), h.clone()));
     }
-    let home = File::open("/proc/self/ns/net").map_err(|e| format!("own namespace: {e}"))?;
+    let own_ns = File::open("/proc/self/ns/net").map_err(|e| format!("own namespace: {e}"))?;
+    let mut homes: HashMap<String, Home> = HashMap::new();
     for vm in &sh.cfg.vms {
         let host = hosts
             .get(&vm.host)
             .ok_or_else(|| format!("VM {}: no host {}", vm.name, vm.host))?
             .clone();
+        let home: Home = Rc::new(RefCell::new(host));
+        homes.insert(vm.name.clone(), home.clone());
         let sensor = vm.service == "sensor";
         let port = if sensor {
             sh.cfg.sensor_port
@@ -281,7 +324,7 @@ async fn serve(sh: Rc<Shared>) -> Result<(), String> {
             sh.cfg.web_port
         };
         let l = listen_in(
-            &home,
+            &own_ns,
             &vm.ns,
             vm.listen.as_deref().unwrap_or(&vm.addr),
             port,
@@ -291,9 +334,9 @@ async fn serve(sh: Rc<Shared>) -> Result<(), String> {
             while let Ok((s, _)) = l.accept().await {
                 let _ = s.set_nodelay(true);
                 if sensor {
-                    tokio::task::spawn_local(sensor_conn(sh.clone(), host.clone(), s));
+                    tokio::task::spawn_local(sensor_conn(sh.clone(), home.clone(), s));
                 } else {
-                    tokio::task::spawn_local(web_conn(sh.clone(), host.clone(), name.clone(), s));
+                    tokio::task::spawn_local(web_conn(sh.clone(), home.clone(), name.clone(), s));
                 }
             }
         });
@@ -303,26 +346,93 @@ async fn serve(sh: Rc<Shared>) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut proc_tick = tokio::time::interval(Duration::from_millis(250));
+    let mut proc_failed = false;
     loop {
         tokio::select! {
             _ = tick.tick() => println!("{}", stats(&sh, &hosts)),
+            _ = proc_tick.tick(), if sh.cfg.proc_dir.is_some() => {
+                if let Err(e) = publish_stat(&sh, &hosts) {
+                    if !std::mem::replace(&mut proc_failed, true) {
+                        eprintln!("lab-serve: publishing the hosts' CPU: {e}");
+                    }
+                }
+            }
             _ = term.recv() => return Ok(()),
             _ = tokio::signal::ctrl_c() => return Ok(()),
             r = stdin.next_line() => match r {
-                Ok(Some(line)) => command(&sh, &line),
+                Ok(Some(line)) => command(&sh, &hosts, &homes, &line),
                 Ok(None) | Err(_) => return Ok(()),
             },
         }
     }
 }
 
+/// Each host's busy time as `PROC_DIR/HOST/stat` in /proc/stat's format
+/// (USER_HZ 100: busy as user time, the rest idle), replaced atomically.
+fn publish_stat(sh: &Shared, hosts: &BTreeMap<String, Rc<Host>>) -> std::io::Result<()> {
+    let Some(dir) = &sh.cfg.proc_dir else {
+        return Ok(());
+    };
+    let now = sh.now();
+    for (name, h) in hosts {
+        let mut ps = h.ps.borrow_mut();
+        ps.advance(now);
+        let total = (now * 100.0) as u64;
+        let busy = ((ps.busy * 100.0) as u64).min(total);
+        let line = format!("{busy} 0 0 {} 0 0 0 0 0 0", total - busy);
+        let d = std::path::Path::new(dir).join(name);
+        std::fs::create_dir_all(&d)?;
+        let tmp = d.join("stat.tmp");
+        std::fs::write(&tmp, format!("cpu  {line}\ncpu0 {line}\n"))?;
+        std::fs::rename(&tmp, d.join("stat"))?;
+    }
+    Ok(())
+}
+
 /// Applies one stdin command; a bad one is reported and ignored.
-fn command(sh: &Shared, line: &str) {
-    match serde_json::from_str::<Command>(line) {
-        Ok(Command { work: Some(w) }) if w.sensor_work >= 0.0 && w.web_work >= 0.0 => {
-            sh.work.set((w.sensor_work, w.web_work))
+fn command(
+    sh: &Shared,
+    hosts: &BTreeMap<String, Rc<Host>>,
+    homes: &HashMap<String, Home>,
+    line: &str,
+) {
+    let bad = || eprintln!("lab-serve: bad command {line:?}");
+    let Ok(c) = serde_json::from_str::<Command>(line) else {
+        return bad();
+    };
+    match c {
+        Command {
+            work: Some(w),
+            antagonist: None,
+            move_vm: None,
+        } if w.sensor_work >= 0.0 && w.web_work >= 0.0 => sh.work.set((w.sensor_work, w.web_work)),
+        Command {
+            work: None,
+            antagonist: Some(a),
+            move_vm: None,
+        } => {
+            let Some((i, h)) = hosts.iter().enumerate().find(|(_, (n, _))| **n == a.host) else {
+                return bad();
+            };
+            let h = h.1;
+            let id = antagonist_id(i);
+            if a.on {
+                h.ps.borrow_mut().add(id, ANTAGONIST_WORK, sh.now());
+            } else {
+                h.ps.borrow_mut().remove(id, sh.now());
+            }
+            h.changed.notify_one();
         }
-        _ => eprintln!("lab-serve: bad command {line:?}"),
+        Command {
+            work: None,
+            antagonist: None,
+            move_vm: Some(m),
+        } => match (homes.get(&m.vm), hosts.get(&m.host)) {
+            (Some(home), Some(h)) => *home.borrow_mut() = h.clone(),
+            _ => bad(),
+        },
+        _ => bad(),
     }
 }
 
