@@ -23,7 +23,21 @@ fn free_port() -> std::io::Result<SocketAddr> {
 
 impl Etcd {
     /// Start etcd and wait until it accepts connections (at most 30 s).
+    /// A free port can be taken between asking for it and etcd's bind
+    /// (tests run in parallel, and outgoing connections use the same
+    /// range): then again, on other ports, a few times.
     pub fn start() -> Result<Etcd, String> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            match Etcd::start_once() {
+                Err(e) if e.contains("address already in use") => last = e,
+                r => return r,
+            }
+        }
+        Err(last)
+    }
+
+    fn start_once() -> Result<Etcd, String> {
         let n = std::process::id();
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
