@@ -66,7 +66,7 @@ from labkit.failover import FailoverMixin
 from labkit.feedback import FeedbackMixin, is_feedback, steady_writes
 from labkit.frontends import CHURN_PORT, fib_has, ipvs_read, ka_config
 from labkit.report import ReportMixin
-from labkit.stats import Phase, fmtv, imbalance, mean, pct
+from labkit.stats import Phase, cpu_share, fmtv, imbalance, mean, pct, proc_cpu
 from labkit.topology import build_topology, delete_topology
 from netns import enter  # on sys.path through labkit.base
 
@@ -396,8 +396,10 @@ class Lab(CalibrationMixin, FailoverMixin, FeedbackMixin, ReportMixin):
         await asyncio.sleep(2.0)  # the last sensors' first readings
         ph.m0 = time.time()
         ph.open_at_m0 = self.open_sensors()
+        cpu0 = proc_cpu()
         await asyncio.sleep(a.measure)
         ph.m1 = time.time()
+        ph.cpu = cpu_share(cpu0, proc_cpu(), ph.m1 - ph.m0)
         if churn:
             ph.churn = await churn
         r = self.report(ph)
@@ -405,6 +407,8 @@ class Lab(CalibrationMixin, FailoverMixin, FeedbackMixin, ReportMixin):
             f"{fmtv(r['imbalance_busy'], '.2f')}; sensor rt mean {fmtv(r['sensor_mean_ms'], '.0f')} ms p95 "
             f"{fmtv(r['sensor_p95_ms'], '.0f')} ms; web rt mean {fmtv(r['web_mean_ms'], '.0f')} ms p95 "
             f"{fmtv(r['web_p95_ms'], '.0f')} ms")
+        out(f"== {label}: CPU in the measured window (CPU s per s): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in ph.cpu.items()))
         if r["churn"]:
             c = r["churn"]
             out(f"== {label}: {c['changes']} weight changes of another service meanwhile; host-aware decisions"
@@ -487,7 +491,7 @@ class Lab(CalibrationMixin, FailoverMixin, FeedbackMixin, ReportMixin):
                  imbalance_conns=mean(ims), imbalance_busy=imbalance(list(busy.values())) if ms else None,
                  host_wload={h: mean([s["wload"][h] for s in ms]) for h in HNAMES},
                  host_conns={h: mean([s["conns"][h] for s in ms]) for h in HNAMES},
-                 host_busy=busy, max_busy=max(busy.values()) if ms else float("nan"),
+                 host_busy=busy, cpu=ph.cpu, max_busy=max(busy.values()) if ms else float("nan"),
                  errors=dict(ph.errors), loop_lag_ms=1000 * mean(ph.lag) if ph.lag else 0.0,
                  gen_lag_ms=mean(ph.gen_lag) if ph.gen_lag else None, connect_timeouts=ph.connect_timeouts,
                  sensors_open_at_measure=getattr(ph, "open_at_m0", 0), settle_s=getattr(ph, "settle_s", None),

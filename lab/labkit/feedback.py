@@ -163,12 +163,14 @@ class FeedbackMixin:
                    steady_window_s=STEADY_S, steady_max_writes=max(writes.values(), default=0),
                    steady_writes=sum(writes.values()))
         # the VM move, with the antagonist still on: the moved VM's weight
-        # goes from its old host's (low) factor to its new host's
+        # goes from its old host's (low) factors to its new host's, i.e. to
+        # the weight of the new host's VMs of its service (the same base
+        # weight), whatever those are by then
         vm = next(v for v in reversed(VMS) if v["host"] == ANTAGONIST_HOST)
         w_old = under[vm["addr"]]
-        target = min(under[a] for a in rest if self.placement[a] == MOVE_TO)
+        peers = [v["addr"] for v in VMS if v["service"] == vm["service"] and self.placement[v["addr"]] == MOVE_TO]
         t_rewrite = await self.move_vm(vm, MOVE_TO)
-        _, _, followed = await self.watch(10.0, lambda w: w[vm["addr"]] >= max(2 * w_old, 0.8 * target),
+        _, _, followed = await self.watch(10.0, lambda w: abs(w[vm["addr"]] - mean(w, peers)) <= 0.1 * mean(w, peers),
                                           every=0.02)
         follow_ms = 1000 * (time.time() - t_rewrite) if followed else None
         res.update(moved_vm=vm["addr"], moved_to=MOVE_TO, vm_weight_before=w_old,

@@ -118,7 +118,8 @@ class ReportMixin:
                 continue
             L.append("")
             L.append(f"Load feedback, stock-kernel mode ({p['scheduler']}: wlc, destination weights scaled by"
-                     " the host agents' CPU reports; the module not used): host imbalance"
+                     " the host agents' CPU reports and by the director's connections per host; the module"
+                     " not used): host imbalance"
                      f" {fmtv(p['imbalance_conns'], '.2f')}; at most {fmtv(p['fb_steady_writes'], '.1f')}"
                      " weight change(s) per destination per 10 s over the measured window")
             f = p.get("feedback")
@@ -234,8 +235,9 @@ class ReportMixin:
                      f" imbalance {fb['imbalance_conns']:.2f}x (plain wlc {by['wlc']['imbalance_conns']:.2f}x"
                      + (f", vmwlch {by['vmwlch']['imbalance_conns']:.2f}x" if "vmwlch" in by
                         and measured(by["vmwlch"]["imbalance_conns"]) else "")
-                     + "): the agents' CPU reports move weight off the hosts that carry the web VMs and onto"
-                     " the fast ones.")
+                     + "): the director sums its own connections of both services per host and scales each"
+                     " host's destination weights until those sums follow the host weights (which the"
+                     " agents' CPU reports lower on a host that loses capacity).")
         fo = summ["failover"]
         if fo and fo.get("done") and not fo.get("error") and fo.get("failover_ms") is not None:
             allkept = fo["sensors_kept"] == fo["sensors_at_kill"] and fo["web_lost"] == 0

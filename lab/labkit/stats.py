@@ -1,5 +1,6 @@
 """Statistics over the samples, and one scheduler's run (a phase)."""
 import math
+import os
 
 # ---------------------------------------------------------------- statistics
 
@@ -28,6 +29,36 @@ def imbalance(vals):
     return max(vals) / m if m > 0 else None
 
 
+def proc_cpu():
+    """CPU seconds used so far by every process, summed by command name, and
+    the kernel's softirq time ("[softirq]": the packet path, IPVS)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        fields = st[st.rindex(")") + 2:].split()
+        out[comm] = out.get(comm, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()
+    out["[softirq]"] = int(cpu[7]) / tick
+    return out
+
+
+def cpu_share(before, after, seconds, top=6):
+    """The biggest CPU users between two proc_cpu() snapshots, in CPU seconds per second (a
+    process that ended meanwhile is missing: its time is not in after)."""
+    d = {k: after[k] - before.get(k, 0.0) for k in after}
+    best = sorted(((v, k) for k, v in d.items() if v > 0), reverse=True)[:top]
+    return {k: round(v / seconds, 3) for v, k in best}
+
+
 # ---------------------------------------------------------------- the lab
 
 class Phase:
@@ -35,6 +66,7 @@ class Phase:
         self.sched = sched
         self.t0 = self.m0 = self.m1 = None
         self.samples = []  # dicts
+        self.cpu = {}  # command -> CPU s per s in the measured window
         self.rt = {"sensor": [], "web": []}  # (t_sent, seconds)
         self.errors = {"sensor": 0, "web": 0}
         self.stopping = False

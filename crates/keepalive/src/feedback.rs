@@ -2,8 +2,11 @@
 //! every agent at once, each poll bounded by the timeout. The daemon turns
 //! the rounds into weights (`daemon/feedback.rs`).
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
+use ipvs_netlink::ipvs::ServiceKey;
 use load_feedback::{fetch, FetchError, Report};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -19,7 +22,16 @@ const MODULE_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 pub struct Round {
     pub polls: Vec<Poll>,
     pub module: Option<bool>,
+    /// The director's own load on each destination of each service (wlc's
+    /// overhead: `activeconns * 256 + inactconns`): without the module,
+    /// the destination weights balance it per host. None in
+    /// `mode: host_weights`, or when IPVS cannot be read.
+    pub conns: Option<Conns>,
 }
+
+/// Overhead by service and destination address (ports of one address in a
+/// service summed).
+pub type Conns = HashMap<(ServiceKey, IpAddr), u64>;
 
 /// One agent's answer in a round.
 #[derive(Debug)]
@@ -67,13 +79,25 @@ pub async fn run(cfg: Arc<LoadFeedback>, tx: UnboundedSender<Round>) {
         } else {
             None
         };
+        let conns = if cfg.mode == FeedbackMode::HostWeights {
+            None
+        } else {
+            tokio::task::spawn_blocking(read_conns).await.ok().flatten()
+        };
         let mut polls = Vec::with_capacity(cfg.agents.len());
         while let Some(r) = set.join_next().await {
             if let Ok(p) = r {
                 polls.push(p);
             }
         }
-        if tx.send(Round { polls, module }).is_err() {
+        if tx
+            .send(Round {
+                polls,
+                module,
+                conns,
+            })
+            .is_err()
+        {
             return;
         }
     }
@@ -85,4 +109,19 @@ fn vmwlch_loaded() -> bool {
     ipvs_netlink::Netlink::open()
         .and_then(|mut nl| nl.resolve(ipvs_netlink::vmwlch::VMWLCH_GENL_NAME))
         .is_ok()
+}
+
+/// Every destination address's overhead over all services, or None if IPVS
+/// cannot be read (the apply path reports IPVS errors).
+fn read_conns() -> Option<Conns> {
+    let mut c = ipvs_netlink::ipvs::Client::open().ok()?;
+    let all = c.services_with_dests_with(false).ok()?;
+    let mut out = Conns::new();
+    for (s, dests) in all {
+        for d in dests {
+            let o = u64::from(d.active_conns) * 256 + u64::from(d.inact_conns);
+            *out.entry((s.key, d.addr)).or_insert(0) += o;
+        }
+    }
+    Some(out)
 }

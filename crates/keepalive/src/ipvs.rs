@@ -54,7 +54,7 @@ pub trait IpvsBackend: Send {
 
 mod feedback;
 mod worker;
-pub use feedback::{override_feedback, resolved_mode, Feedback, RESOLUTION};
+pub use feedback::{override_feedback, resolved_mode, Feedback, FACTOR_SCALE, RESOLUTION};
 pub use worker::{IpvsEvent, IpvsWorker, RETRY_FIRST, RETRY_MAX};
 
 /// Used when there is nothing to manage (no `services:`, no `ipvs_sync`) or

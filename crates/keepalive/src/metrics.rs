@@ -34,6 +34,7 @@ pub enum C {
     SourceInvalid,
     FeedbackPolls,
     FeedbackWrites,
+    FeedbackFactorWrites,
 }
 
 /// Gauges, by family.
@@ -53,6 +54,7 @@ pub enum G {
     IpvsSyncMesh,
     FeedbackWeight,
     FeedbackMoved,
+    FeedbackFactor,
 }
 
 const COUNTERS: &[(C, &str, &str)] = &[
@@ -128,6 +130,11 @@ const COUNTERS: &[(C, &str, &str)] = &[
         "keepalive_feedback_weight_writes",
         "Weights the load-feedback controller wrote for a host.",
     ),
+    (
+        C::FeedbackFactorWrites,
+        "keepalive_feedback_factor_writes",
+        "Connection-balance factors written for a host (dest_weights mode).",
+    ),
 ];
 
 const GAUGES: &[(G, &str, &str)] = &[
@@ -201,6 +208,12 @@ const GAUGES: &[(G, &str, &str)] = &[
         G::FeedbackMoved,
         "keepalive_feedback_vms_moved",
         "VMs the host's agent reports that the host map places on another host (moved here).",
+    ),
+    (
+        G::FeedbackFactor,
+        "keepalive_feedback_conn_factor",
+        "dest_weights mode: the factor, in thousandths, on the host's destination weights that \
+         balances the director's connections per host weight over all services (1000 until written).",
     ),
 ];
 

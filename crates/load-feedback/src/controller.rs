@@ -3,7 +3,9 @@
 //!
 //! Each host's target is its static weight scaled by its spare capacity
 //! relative to the reporting hosts' mean: `W0 * spare / mean(spare)`, where
-//! `spare = 1 - load` of the smoothed load. Equal loads give the static
+//! `spare = 1 - load` of the smoothed load, its distance to the mean load
+//! shrunk by a band (a soft threshold: a host's own traffic makes its load
+//! vary, and only a host that lost capacity should lose weight). Equal loads give the static
 //! weights back (a fixed point, unlike LVS's dynamic-feedback formula,
 //! which drifts all weights while every host is off its target load); a
 //! host with an antagonist gets a share in proportion to what it can still
@@ -18,14 +20,18 @@ use std::time::{Duration, Instant};
 
 use crate::Report;
 
-/// The controller's tuning; [`Params::default`] suits a poll every 2 s.
+/// The controller's tuning. The rates are per [`REFERENCE`] period (2 s)
+/// and scaled to the real time between reports and between ticks, so the
+/// time constants hold whatever the poll interval, and when rounds come
+/// late (a starved machine).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Params {
-    /// Smoothing of the reported load per report (0 to 1: the new value's share).
+    /// Smoothing of the reported load (0 to 1: a new value's share after
+    /// one reference period).
     pub smoothing: f64,
-    /// Share of the way to the target a weight moves per [`Controller::tick`].
+    /// Share of the way to the target a weight moves per reference period.
     pub gain: f64,
-    /// Largest move per tick, as a share of the static weight.
+    /// Largest move per reference period, as a share of the static weight.
     pub max_step: f64,
     /// No write unless the weight moved this share of the static weight
     /// (and at least 1) since the last write.
@@ -38,12 +44,30 @@ pub struct Params {
     /// Spare capacity below this counts as this (a saturated host still
     /// gets the minimum share, not a division by zero).
     pub min_spare: f64,
+    /// A host's load this close to the reporting hosts' mean counts as the
+    /// mean, and a farther one this much closer (a soft threshold): the
+    /// load a host's own connections bring varies from second to second,
+    /// and chasing it only moves connections back and forth; what a
+    /// weight must follow is a host that lost capacity (an antagonist).
+    pub load_band: f64,
     /// A report older than this is stale: the weight is frozen.
     pub stale_after: Duration,
     /// Stale for longer than this: the weight decays toward the static one.
     pub decay_after: Duration,
-    /// Share of the distance to the static weight covered per tick while decaying.
+    /// Share of the distance to the static weight covered per reference
+    /// period while decaying.
     pub decay: f64,
+}
+
+/// The period the rates of [`Params`] are given for.
+pub const REFERENCE: Duration = Duration::from_secs(2);
+
+/// The share of `rate` (per [`REFERENCE`]) that applies after `dt`
+/// (compounded: two periods of 1 s move as far as one of 2 s). A gap is
+/// counted as at most five reference periods.
+fn per(rate: f64, dt: Duration) -> f64 {
+    let n = (dt.as_secs_f64() / REFERENCE.as_secs_f64()).min(5.0);
+    1.0 - (1.0 - rate.clamp(0.0, 1.0)).powf(n)
 }
 
 impl Default for Params {
@@ -56,6 +80,7 @@ impl Default for Params {
             min_share: 0.10,
             max_share: 2.0,
             min_spare: 0.05,
+            load_band: 0.10,
             stale_after: Duration::from_secs(6),
             decay_after: Duration::from_secs(20),
             decay: 0.25,
@@ -109,6 +134,8 @@ impl HostStats {
 pub struct Controller {
     params: Params,
     hosts: BTreeMap<String, HostStats>,
+    /// When the last tick ran (the rates are scaled to the time since).
+    last_tick: Option<Instant>,
 }
 
 impl Controller {
@@ -120,6 +147,7 @@ impl Controller {
                 .into_iter()
                 .map(|(h, w)| (h, HostStats::new(w)))
                 .collect(),
+            last_tick: None,
         }
     }
 
@@ -159,10 +187,14 @@ impl Controller {
     /// there is none usable (the agent did not answer, or lied). Only a
     /// good report of that very host counts.
     pub fn observe(&mut self, host: &str, now: Instant, report: Result<&Report, ()>) {
-        let smoothing = self.params.smoothing;
+        let rate = self.params.smoothing;
         let Some(h) = self.hosts.get_mut(host) else {
             return;
         };
+        let dt = h
+            .last_report
+            .map_or(REFERENCE, |t| now.saturating_duration_since(t));
+        let smoothing = per(rate, dt);
         match report {
             Ok(r) if r.host == host && r.check().is_ok() => {
                 let l = r.load();
@@ -186,17 +218,32 @@ impl Controller {
     /// hosts whose weight should be written, with the weight.
     pub fn tick(&mut self, now: Instant) -> Vec<(String, u32)> {
         let p = self.params.clone();
-        let spare = |l: f64| (1.0 - l).max(p.min_spare);
+        let dt = self
+            .last_tick
+            .replace(now)
+            .map_or(REFERENCE, |t| now.saturating_duration_since(t));
+        let (gain, decay) = (per(p.gain, dt), per(p.decay, dt));
+        let max_step = p.max_step * (dt.as_secs_f64() / REFERENCE.as_secs_f64()).min(5.0);
         let fresh: Vec<f64> = self
             .hosts
             .values()
             .filter(|h| h.fresh(now, &p))
-            .filter_map(|h| h.load.map(spare))
+            .filter_map(|h| h.load)
             .collect();
+        let mean_load = if fresh.is_empty() {
+            0.0
+        } else {
+            fresh.iter().sum::<f64>() / fresh.len() as f64
+        };
+        let spare = |l: f64| {
+            let d = l - mean_load;
+            let l = mean_load + d.signum() * (d.abs() - p.load_band).max(0.0);
+            (1.0 - l).max(p.min_spare)
+        };
         let mean = if fresh.is_empty() {
             1.0
         } else {
-            fresh.iter().sum::<f64>() / fresh.len() as f64
+            fresh.iter().map(|l| spare(*l)).sum::<f64>() / fresh.len() as f64
         };
         let mut out = Vec::new();
         for (name, h) in &mut self.hosts {
@@ -204,14 +251,22 @@ impl Controller {
             let next = if h.fresh(now, &p) {
                 let target = w0 * spare(h.load.unwrap_or(0.0)) / mean;
                 let target = target.clamp(w0 * p.min_share, w0 * p.max_share);
-                let step = (p.gain * (target - h.weight)).clamp(-p.max_step * w0, p.max_step * w0);
+                let step = (gain * (target - h.weight)).clamp(-max_step * w0, max_step * w0);
                 h.weight + step
             } else {
                 let silent = h
                     .last_report
                     .map_or(Duration::MAX, |t| now.saturating_duration_since(t));
                 if silent > p.decay_after {
-                    h.weight + p.decay * (w0 - h.weight)
+                    // Within the dead band of home: home (it would
+                    // otherwise creep there for as long as it took to get
+                    // there from the last write).
+                    let w = h.weight + decay * (w0 - h.weight);
+                    if (w - w0).abs() < p.dead_band * w0 {
+                        w0
+                    } else {
+                        w
+                    }
                 } else {
                     h.weight // frozen
                 }
@@ -326,13 +381,46 @@ mod tests {
         let load = |h: &str| Some(if h == "h1" { 0.9 } else { 0.3 });
         run(&mut c, &mut t, 30, load);
         let h1 = c.host("h1").unwrap().written;
-        assert!(h1 < 40, "h1 still at {h1} after 30 s");
+        // 0.9 against 0.3 counts as 0.8 against 0.4 (the load band):
+        // spare 0.2 against a mean of 0.47, a target of 43.
+        assert!(h1 < 50, "h1 not halved after 30 s: {h1}");
         assert!(c.host("h2").unwrap().written > 100);
         // Steady state: no more than one write per host per 10 s (here none).
         let w = run(&mut c, &mut t, 60, load);
         assert!(w.values().all(|&n| n <= 6), "{w:?}");
         let w = run(&mut c, &mut t, 60, load);
         assert!(w.is_empty(), "still writing at steady state: {w:?}");
+    }
+
+    #[test]
+    fn the_time_constants_hold_at_any_poll_interval() {
+        // The same antagonist polled every 2 s and every 200 ms (or late).
+        let weight_after = |step: Duration, secs: u64| {
+            let mut c = ctl();
+            let mut t = Instant::now();
+            for _ in 0..(secs * 1000 / step.as_millis() as u64) {
+                t += step;
+                for h in HOSTS {
+                    let l = if h == "h1" { 0.9 } else { 0.3 };
+                    c.observe(h, t, Ok(&report(h, l)));
+                }
+                c.tick(t);
+            }
+            c.host("h1").unwrap().weight
+        };
+        for secs in [10, 20, 30] {
+            let slow = weight_after(Duration::from_secs(2), secs);
+            let fast = weight_after(Duration::from_millis(200), secs);
+            let late = weight_after(Duration::from_millis(2500), secs);
+            assert!(
+                (slow - fast).abs() < 12.0,
+                "after {secs} s: {slow} and {fast}"
+            );
+            assert!(
+                (slow - late).abs() < 12.0,
+                "after {secs} s: {slow} and {late}"
+            );
+        }
     }
 
     #[test]
@@ -386,14 +474,18 @@ mod tests {
     }
 
     #[test]
-    fn a_saturated_host_keeps_its_minimum_share() {
+    fn a_saturated_host_keeps_a_share() {
         let mut c = ctl();
         let mut t = Instant::now();
         run(&mut c, &mut t, 200, |h| {
             Some(if h == "h1" { 1.0 } else { 0.0 })
         });
+        // 1.0 against 0.0 counts as 0.9 against 0.1 (the load band): spare
+        // 0.1 against a mean of 0.63, a weight of 16 (written within the
+        // dead band of it), above the minimum share.
         let s = c.host("h1").unwrap();
-        assert!(s.written >= 10 && s.written <= 12, "{}", s.written);
+        assert!((s.weight - 15.8).abs() < 0.5, "{}", s.weight);
+        assert!(s.written >= 10 && s.written <= 26, "{}", s.written);
         assert!(c.host("h2").unwrap().written <= 200);
     }
 }

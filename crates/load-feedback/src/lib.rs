@@ -13,10 +13,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod balance;
 mod controller;
 mod fetch;
 mod report;
 
-pub use controller::{Controller, HostStats, Params};
+pub use balance::{BalanceDest, BalanceParams, ConnBalance};
+pub use controller::{Controller, HostStats, Params, REFERENCE};
 pub use fetch::{fetch, FetchError};
 pub use report::{BadReport, Report, VmLoad, MAX_REPORT_BYTES, MAX_VMS};

@@ -29,7 +29,8 @@ pub enum FeedbackMode {
 pub struct LoadFeedback {
     /// Each host's agent (`host-agent --listen`), by host name as in `hosts:`.
     pub agents: BTreeMap<String, SocketAddr>,
-    /// Poll period; the controller's damping is tuned for about 2 s.
+    /// Poll period (the controller's rates are per real time, so a
+    /// shorter one gives fresher figures, not a faster controller).
     #[serde(default = "default_interval")]
     pub interval_ms: Millis,
     /// Bound of one poll (connect, ask, read).

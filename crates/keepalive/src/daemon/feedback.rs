@@ -7,19 +7,21 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use load_feedback::{Controller, FetchError, Params};
+use load_feedback::{BalanceDest, BalanceParams, ConnBalance, Controller, FetchError, Params};
 use tracing::{info, warn};
 
 use super::Daemon;
-use crate::config::{Config, LoadFeedback};
-use crate::feedback::{Poll, Round};
-use crate::ipvs::{Feedback, RESOLUTION};
+use crate::config::{Config, FeedbackMode, LoadFeedback};
+use crate::feedback::{Conns, Poll, Round};
+use crate::ipvs::{resolved_mode, Feedback, FACTOR_SCALE, RESOLUTION};
 use crate::metrics::{C, G};
 use crate::source::Desired;
 
 pub(super) struct FeedbackRt {
     cfg: Arc<LoadFeedback>,
     ctl: Controller,
+    /// dest_weights: the host factors from the director's connections.
+    balance: ConnBalance,
     task: tokio::task::JoinHandle<()>,
     /// The VM addresses of each host's last good report, and when.
     placed: BTreeMap<String, (Instant, Vec<IpAddr>)>,
@@ -62,6 +64,74 @@ impl FeedbackRt {
             Err(FetchError::Bad(_)) => self.ctl.refused(&p.host),
             Err(_) => self.ctl.observe(&p.host, now, Err(())),
         }
+    }
+
+    /// Without the module (dest_weights): the director's own connection
+    /// counts per service and destination, with the hosts the map and the
+    /// agents place them on, into the connection balance against the host
+    /// weights the controller wrote; true if a factor was written.
+    fn balance(&mut self, conns: Option<&Conns>, desired: Option<&ipvs_cluster::Desired>) -> bool {
+        let module = self.module == Some(true);
+        let (Some(conns), Some(d)) = (conns, desired) else {
+            return false;
+        };
+        let (Some(hosts), Some(services)) = (d.hosts.as_ref(), d.services.as_ref()) else {
+            return false;
+        };
+        if resolved_mode(self.cfg.mode, module) != FeedbackMode::DestWeights {
+            // The module balances hosts itself: start again from 1 if it goes.
+            self.balance = ConnBalance::new(BalanceParams::default());
+            return std::mem::take(&mut self.current.factors) != BTreeMap::new();
+        }
+        // Host weights in RESOLUTIONths, and the factor each host's
+        // destinations already get from them (static * scale).
+        let mut weight = BTreeMap::new();
+        let mut scale = BTreeMap::new();
+        let mut at: BTreeMap<IpAddr, &str> = BTreeMap::new();
+        for h in hosts {
+            let s = f64::from(h.weight) * f64::from(RESOLUTION);
+            let w = self
+                .current
+                .weights
+                .get(&h.name)
+                .map_or(s, |w| f64::from(*w));
+            weight.insert(h.name.clone(), w);
+            scale.insert(h.name.as_str(), if s > 0.0 { w / s } else { 0.0 });
+            at.extend(h.members.iter().map(|a| (*a, h.name.as_str())));
+        }
+        at.extend(self.current.placement.iter().map(|(a, h)| (*a, h.as_str())));
+        let svcs: Vec<Vec<BalanceDest>> = services
+            .iter()
+            .map(|(svc, dests)| {
+                dests
+                    .iter()
+                    .map(|d| {
+                        let host = at.get(&d.addr).copied();
+                        BalanceDest {
+                            host: host.map(str::to_string),
+                            weight: f64::from(d.weight) * host.map_or(1.0, |h| scale[h]),
+                            overhead: conns.get(&(svc.key, d.addr)).copied().unwrap_or(0),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        for (host, f) in self.balance.tick(&weight, &svcs) {
+            info!(host = %host, factor = f, "load feedback: connection balance factor");
+        }
+        let factors: BTreeMap<String, u32> = self
+            .balance
+            .factors()
+            .map(|(h, f)| {
+                (
+                    h.to_string(),
+                    (f * f64::from(FACTOR_SCALE)).round().max(1.0) as u32,
+                )
+            })
+            .collect();
+        let changed = factors != self.current.factors;
+        self.current.factors = factors;
+        changed
     }
 
     fn placement(&self, now: Instant) -> BTreeMap<IpAddr, String> {
@@ -142,6 +212,7 @@ impl Daemon {
         self.feedback = Some(FeedbackRt {
             cfg,
             ctl,
+            balance: ConnBalance::new(BalanceParams::default()),
             task,
             placed: BTreeMap::new(),
             last_kind: BTreeMap::new(),
@@ -214,8 +285,15 @@ impl Daemon {
             );
             f.module = round.module;
         }
+        let balanced = f.balance(round.conns.as_ref(), desired);
+        if balanced {
+            for h in f.current.factors.keys() {
+                self.metrics
+                    .inc(C::FeedbackFactorWrites, vec![("host", h.clone())]);
+            }
+        }
         self.feedback_gauges();
-        if moved || wrote || module {
+        if moved || wrote || module || balanced {
             self.apply_ipvs();
         }
     }
@@ -237,6 +315,12 @@ impl Daemon {
                 vec![("host", host.to_string())],
                 i64::from(w),
             );
+            let c = f.current.factors.get(host).copied().unwrap_or(FACTOR_SCALE);
+            self.metrics.set(
+                G::FeedbackFactor,
+                vec![("host", host.to_string())],
+                i64::from(c),
+            );
         }
         for host in f.cfg.agents.keys() {
             // current.placement holds the moves only (on_feedback)
@@ -253,4 +337,78 @@ fn maps_to(desired: Option<&ipvs_cluster::Desired>, addr: &IpAddr, host: &str) -
         hs.iter()
             .any(|h| h.name == host && h.members.contains(addr))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Millis;
+
+    const FILE: &str = "services:
+  - {protocol: tcp, address: 192.0.2.10, port: 80, scheduler: wlc,
+     dests: [{address: 10.1.1.1, weight: 10}, {address: 10.1.1.2, weight: 10},
+             {address: 10.1.2.1, weight: 10}]}
+hosts:
+  - {name: h1, weight: 2, vms: [10.1.1.1, 10.1.1.2]}
+  - {name: h2, weight: 2, vms: [10.1.2.1]}
+";
+
+    fn rt(mode: FeedbackMode, desired: &Desired) -> FeedbackRt {
+        let cfg = LoadFeedback {
+            agents: BTreeMap::new(),
+            interval_ms: Millis(1000),
+            timeout_ms: Millis(500),
+            mode,
+            follow_placement: true,
+        };
+        FeedbackRt {
+            ctl: Controller::new(params(cfg.interval()), static_hosts(desired)),
+            cfg: Arc::new(cfg),
+            balance: ConnBalance::new(BalanceParams::default()),
+            task: tokio::spawn(async {}),
+            placed: BTreeMap::new(),
+            last_kind: BTreeMap::new(),
+            current: Feedback {
+                mode,
+                ..Feedback::default()
+            },
+            module: None,
+        }
+    }
+
+    /// 10 000 of overhead (about 40 connections) on every destination.
+    fn conns(d: &ipvs_cluster::Desired) -> Conns {
+        let (svc, dests) = &d.services.as_ref().unwrap()[0];
+        dests.iter().map(|x| ((svc.key, x.addr), 10_000)).collect()
+    }
+
+    #[tokio::test]
+    async fn dest_weights_balance_the_directors_connections_per_host() {
+        let desired: Desired = Some(Arc::new(ipvs_cluster::parse(FILE).unwrap().1));
+        let d = desired.as_deref().unwrap();
+        let mut f = rt(FeedbackMode::DestWeights, &desired);
+        // wlc alone: h1's two VMs take twice h2's one at equal weights.
+        let mut wrote = 0;
+        for _ in 0..20 {
+            wrote += usize::from(f.balance(Some(&conns(d)), Some(d)));
+        }
+        let (f1, f2) = (f.current.factors["h1"], f.current.factors["h2"]);
+        assert!((1..=8).contains(&wrote), "{wrote} writes");
+        let r = f64::from(f1) / f64::from(f2);
+        assert!((r - 0.5).abs() < 0.06, "h1/h2 {f1}/{f2}");
+        // The agents put 10.1.2.1 on h1 too: nothing left to balance on h2.
+        f.current
+            .placement
+            .insert("10.1.2.1".parse().unwrap(), "h1".into());
+        assert!(!f.balance(Some(&conns(d)), Some(d)), "held");
+        // The module in auto mode: the factors go (the kernel balances).
+        let mut f = rt(FeedbackMode::Auto, &desired);
+        f.balance(Some(&conns(d)), Some(d));
+        assert!(!f.current.factors.is_empty());
+        f.module = Some(true);
+        assert!(f.balance(Some(&conns(d)), Some(d)));
+        assert!(f.current.factors.is_empty());
+        // No IPVS counts (unreadable): nothing changes.
+        assert!(!f.balance(None, Some(d)));
+    }
 }

@@ -16,6 +16,9 @@ use crate::config::FeedbackMode;
 /// vmwlch host map gets the weight divided back (rounded, at least 1).
 pub const RESOLUTION: u32 = 100;
 
+/// The connection-balance factors (dest_weights) are in thousandths.
+pub const FACTOR_SCALE: u32 = 1000;
+
 /// The load-feedback part of the overrides (see [`super::Overrides`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Feedback {
@@ -25,6 +28,10 @@ pub struct Feedback {
     pub weights: BTreeMap<String, u32>,
     /// Where fresh agent reports say a VM address runs now.
     pub placement: BTreeMap<IpAddr, String>,
+    /// dest_weights only: each host's factor from the director's own
+    /// connection counts (in [`FACTOR_SCALE`]ths; absent: 1), which brings
+    /// the hosts' aggregate loads over all services to their weights.
+    pub factors: BTreeMap<String, u32>,
 }
 
 /// Which weights a [`Feedback`] ends up in, given whether the kernel has
@@ -67,18 +74,28 @@ pub fn override_feedback(desired: &mut Desired, fb: &Feedback, module: bool) -> 
         }
         return moved;
     }
-    // dest_weights: factor written / (static * RESOLUTION) per host, on
-    // every destination the map places there.
-    let factor: BTreeMap<IpAddr, (u32, u32)> = hosts
+    // dest_weights: (weight written / (static * RESOLUTION)) * connection
+    // factor per host, on every destination the map places there.
+    let factor: BTreeMap<IpAddr, (u64, u64)> = hosts
         .iter()
-        .filter_map(|h| Some((h, *fb.weights.get(&h.name)?)))
-        .filter(|(h, _)| h.weight > 0)
-        .flat_map(|(h, w)| h.members.iter().map(move |a| (*a, (w, h.weight))))
+        .filter(|h| h.weight > 0)
+        .filter_map(|h| {
+            let w = fb.weights.get(&h.name).copied();
+            let c = fb.factors.get(&h.name).copied();
+            if w.is_none() && c.is_none() {
+                return None;
+            }
+            let w = w.map_or(u64::from(h.weight) * u64::from(RESOLUTION), u64::from);
+            let num = w * u64::from(c.unwrap_or(FACTOR_SCALE));
+            let den = u64::from(h.weight) * u64::from(RESOLUTION) * u64::from(FACTOR_SCALE);
+            Some((h, (num, den)))
+        })
+        .flat_map(|(h, f)| h.members.iter().map(move |a| (*a, f)))
         .collect();
     for (_, dests) in desired.services.iter_mut().flatten() {
         for d in dests.iter_mut() {
-            if let Some(&(w, s)) = factor.get(&d.addr) {
-                d.weight = scale(d.weight, w, u64::from(s) * u64::from(RESOLUTION));
+            if let Some(&(num, den)) = factor.get(&d.addr) {
+                d.weight = scale(d.weight, num, den);
             }
         }
     }
@@ -90,13 +107,13 @@ pub fn override_feedback(desired: &mut Desired, fb: &Feedback, module: bool) -> 
 
 /// `weight * num / den`, rounded, in IPVS's weight range; a positive weight
 /// stays positive (draining is the operator's, not the controller's).
-fn scale(weight: u32, num: u32, den: u64) -> u32 {
+fn scale(weight: u32, num: u64, den: u64) -> u32 {
     if weight == 0 {
         return 0;
     }
-    let v = (u64::from(weight) * u64::from(num) + den / 2) / den;
+    let v = (u128::from(weight) * u128::from(num) + u128::from(den / 2)) / u128::from(den.max(1));
     // The kernel's weights are ints: at most i32::MAX (fits in u32).
-    v.clamp(1, i32::MAX as u64) as u32
+    v.clamp(1, i32::MAX as u128) as u32
 }
 
 #[cfg(test)]
@@ -136,6 +153,7 @@ hosts:
                 .map(|(h, w)| (h.to_string(), *w * RESOLUTION))
                 .collect(),
             placement: BTreeMap::new(),
+            factors: BTreeMap::new(),
         }
     }
 
@@ -193,10 +211,29 @@ hosts:
     }
 
     #[test]
+    fn connection_factors_multiply_the_host_weights_factor() {
+        let mut d = desired();
+        let mut f = fb(FeedbackMode::DestWeights, &[("h1", 2)]);
+        f.factors.insert("h1".into(), 1500); // x1.5
+        f.factors.insert("h2".into(), 250); // x0.25, no weight written
+        override_feedback(&mut d, &f, false);
+        // 10 * 2/4 * 1.5 = 7.5 -> 8; 10 * 0.25 = 2.5 -> 3; unmapped 4.
+        assert_eq!(weights(&d, 80), vec![8, 3, 4]);
+        // Host weights mode: factors are not used (the module balances).
+        let mut d = desired();
+        let f = Feedback {
+            mode: FeedbackMode::HostWeights,
+            ..f
+        };
+        override_feedback(&mut d, &f, true);
+        assert_eq!(weights(&d, 80), vec![10, 10, 4]);
+    }
+
+    #[test]
     fn scale_bounds() {
         assert_eq!(scale(i32::MAX as u32, 2, 1), i32::MAX as u32);
         assert_eq!(scale(0, 5, 1), 0);
         assert_eq!(scale(3, 0, 1), 1);
-        assert_eq!(scale(u32::MAX, u32::MAX, 1), i32::MAX as u32);
+        assert_eq!(scale(u32::MAX, u64::MAX, 1), i32::MAX as u32);
     }
 }
