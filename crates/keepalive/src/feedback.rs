@@ -58,6 +58,7 @@ impl Poll {
 pub async fn run(cfg: Arc<LoadFeedback>, tx: UnboundedSender<Round>) {
     let mut tick = tokio::time::interval(cfg.interval());
     let mut module_asked: Option<tokio::time::Instant> = None;
+    let mut has_module: Option<bool> = None;
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -75,14 +76,17 @@ pub async fn run(cfg: Arc<LoadFeedback>, tx: UnboundedSender<Round>) {
         let due = module_asked.is_none_or(|t| t.elapsed() >= MODULE_RECHECK);
         let module = if cfg.mode == FeedbackMode::Auto && due {
             module_asked = Some(tokio::time::Instant::now());
-            tokio::task::spawn_blocking(vmwlch_loaded).await.ok()
+            let m = tokio::task::spawn_blocking(vmwlch_loaded).await.ok();
+            has_module = m.or(has_module);
+            m
         } else {
             None
         };
-        let conns = if cfg.mode == FeedbackMode::HostWeights {
-            None
-        } else {
-            tokio::task::spawn_blocking(read_conns).await.ok().flatten()
+        // The counts are only for destination weights: not read while the
+        // module balances the hosts.
+        let conns = match (cfg.mode, has_module) {
+            (FeedbackMode::HostWeights, _) | (FeedbackMode::Auto, Some(true)) => None,
+            _ => tokio::task::spawn_blocking(read_conns).await.ok().flatten(),
         };
         let mut polls = Vec::with_capacity(cfg.agents.len());
         while let Some(r) = set.join_next().await {
