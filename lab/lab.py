@@ -23,11 +23,12 @@ vmwlch,vmwlch_churn) runs that scheduler while a third service without traffic
 (100): the constant change of a real cluster; the phase reports how many of
 the module's decisions were host-aware meanwhile.
 
-A scheduler with the suffix `_fb` (--schedulers wlc,wlc_fb,vmwlch) is the
+A scheduler with the suffix `_fb` (--schedulers wlc,wlc_fb,vmwlc,vmwlch) is the
 stock-kernel mode of load feedback: one host-agent per host reports the
 host's CPU (lab-serve's model, as /proc/stat), keepalive polls them and
-scales each destination's wlc weight by its host's factor (the module is not
-used). After its measured window a CPU antagonist starts on h5 (its VMs'
+scales each destination's wlc weight by its host's factors: one from the
+agents' CPU, one from the director's own connections per host over both
+services (the module is not used). After its measured window a CPU antagonist starts on h5 (its VMs'
 weights must fall within 30 s, then change at most once per destination in
 10 s) and a VM of h5 moves to h1 (its veth and the agents' VM files: its
 weight must follow within 2 s); both are undone before the next phase

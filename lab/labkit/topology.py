@@ -34,8 +34,11 @@ def build_topology(tmp):
     for i in (1, 2):
         per[FE[i]] = ["link set lo up", f"addr add 192.0.2.{i}/24 dev eth0", f"addr add 10.1.0.{i}/16 dev eth1",
                       "link set eth0 up", "link set eth1 up"]
-    for h in HNAMES:
-        per[f"lab-{h}"] = ["link set lo up", "link add hbr type bridge", "link set hbr up",
+    for i, h in enumerate(HNAMES, 1):
+        # A set address: a bridge otherwise takes its lowest port's, so a VM
+        # moved in (its veth) could change it under the agent's address.
+        per[f"lab-{h}"] = ["link set lo up", "link add hbr type bridge",
+                           f"link set hbr address 02:00:0a:01:{i:02x}:01", "link set hbr up",
                            f"addr add {AGENT_ADDR[h]}/16 dev hbr", "link set uplink master hbr up"] + \
                           [f"link set {v['name']} master hbr up" for v in VMS if v["host"] == h]
     for v in VMS:

@@ -73,10 +73,10 @@ fn per(rate: f64, dt: Duration) -> f64 {
 impl Default for Params {
     fn default() -> Self {
         Params {
-            smoothing: 0.5,
+            smoothing: 0.25,
             gain: 0.5,
             max_step: 0.25,
-            dead_band: 0.10,
+            dead_band: 0.15,
             min_share: 0.10,
             max_share: 2.0,
             min_spare: 0.05,
