@@ -285,9 +285,16 @@ impl Daemon {
             );
             f.module = round.module;
         }
+        let before = f.current.factors.clone();
         let balanced = f.balance(round.conns.as_ref(), desired);
         if balanced {
-            for h in f.current.factors.keys() {
+            // Only the hosts whose factor was written count.
+            let written = f
+                .current
+                .factors
+                .iter()
+                .filter(|(h, v)| before.get(*h) != Some(*v));
+            for (h, _) in written {
                 self.metrics
                     .inc(C::FeedbackFactorWrites, vec![("host", h.clone())]);
             }
