@@ -87,6 +87,16 @@ def ka_setup(label):
 
 # ---------------------------------------------------------------- the lab
 
+
+def kernel_log_tail(lines=30):
+    """The kernel log's last lines (IPVS and hung-task messages)."""
+    try:
+        return "\n".join(subprocess.run(["dmesg"], capture_output=True, text=True,
+                                         timeout=10).stdout.splitlines()[-lines:])
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"dmesg failed: {e}"
+
+
 class Lab(CalibrationMixin, FailoverMixin, FeedbackMixin, ReportMixin):
     def __init__(self, a):
         self.a = a
@@ -182,6 +192,23 @@ class Lab(CalibrationMixin, FailoverMixin, FeedbackMixin, ReportMixin):
         except OSError:
             return ""
 
+    def ka_threads(self, i):
+        """Where each of fe{i}'s keepalive threads waits (a stuck apply)."""
+        out = []
+        task_dir = f"/proc/{self.ka[i].pid}/task"
+        try:
+            for tid in sorted(os.listdir(task_dir), key=int):
+                parts = []
+                for name in ("comm", "wchan", "stack"):
+                    try:
+                        parts.append(open(f"{task_dir}/{tid}/{name}").read().strip().replace("\n", " | "))
+                    except OSError:
+                        parts.append("?")
+                out.append(f"thread {tid}: " + " / ".join(parts))
+        except OSError as e:
+            out.append(f"threads unreadable: {e}")
+        return "\n".join(out)
+
     def applied(self, label, fes=(1,)):
         sched = base_scheduler(label)
         for i in fes:
@@ -204,7 +231,9 @@ class Lab(CalibrationMixin, FailoverMixin, FeedbackMixin, ReportMixin):
         while not self.applied(label, (1, 2)):
             if time.time() > end:
                 raise LabError(f"{label} not applied on both front ends:\n"
-                               f"--- fe1\n{self.ka_log(1)}\n--- fe2\n{self.ka_log(2)}")
+                               f"--- fe1\n{self.ka_log(1)}\n{self.ka_threads(1)}\n"
+                               f"--- fe2\n{self.ka_log(2)}\n{self.ka_threads(2)}\n"
+                               f"--- kernel log\n{kernel_log_tail()}")
             await asyncio.sleep(0.2)
 
     # ---- server stats

@@ -8,7 +8,10 @@ BIN="$REPO/target/release"
 TEST_NAME="$(basename "$0" .sh)"
 
 log() { printf '[%s] %s\n' "$TEST_NAME" "$*" >&2; }
-fail() { printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
+# The failure is said again after the cleanups' log dumps (a runner that
+# keeps only the output's tail still shows why).
+_FAILED=""
+fail() { _FAILED="$*"; printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
 skip() { printf '[%s] SKIP: %s\n' "$TEST_NAME" "$*" >&2; exit 77; }
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 in_vm() { [ "${VMWLCH_IN_VM:-0}" = 1 ]; }
@@ -56,5 +59,6 @@ _run_cleanups() {
     local c
     for c in "${_CLEANUPS[@]}"; do eval "$c" || true; done
     _cleanup_netns
+    [ -z "$_FAILED" ] || printf '[%s] FAIL (said above, before the logs): %s\n' "$TEST_NAME" "$_FAILED" >&2
 }
 trap _run_cleanups EXIT

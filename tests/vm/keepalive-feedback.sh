@@ -2,7 +2,8 @@
 # Load feedback end to end, in the VM's kernel IPVS: two real host-agent
 # processes (reading fixture procfs trees whose CPU pressure the test sets:
 # one kernel cannot give two namespaces different host loads) and keepalive
-# polling them every 300 ms (load_feedback, mode auto).
+# polling them every 250 ms, 200 ms each at most (load_feedback, mode auto:
+# 150 ms timed out often in a loaded emulated VM).
 #   1. Stock kernel (module not loaded, wlc): host1 at 80 % pressure, host2
 #      at 10 %: host1's VMs get lower IPVS weights than host2's
 #      (dest_weights), the map is not needed.
@@ -117,8 +118,8 @@ hosts:
   - { name: host2, weight: 10, vms: [10.1.2.1, 10.1.2.2] }
 load_feedback:
   agents: { host1: "127.0.0.1:7071", host2: "127.0.0.1:7072" }
-  interval_ms: 200
-  timeout_ms: 150
+  interval_ms: 250
+  timeout_ms: 200
 YAML
 agent host1 7071 10.1.1.1 10.1.1.2
 agent host2 7072 10.1.2.1 10.1.2.2

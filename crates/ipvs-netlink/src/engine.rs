@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::io;
+use std::os::fd::AsRawFd;
 
 use netlink_packet_core::{
     NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
@@ -57,6 +58,7 @@ pub struct Netlink {
     /// Resolved generic netlink family ids (see [`crate::genl`]).
     pub(crate) families: HashMap<String, u16>,
     window: usize,
+    reply_timeout: Option<std::time::Duration>,
 }
 
 /// Serialize one message into `out` (appended, 4-byte aligned as netlink
@@ -123,12 +125,55 @@ impl Netlink {
             buf: vec![0u8; RECV_BATCH * RECV_BUF],
             families: HashMap::new(),
             window,
+            reply_timeout: None,
         })
     }
 
     /// Maximum number of unacknowledged pipelined requests.
     pub fn window(&self) -> usize {
         self.window
+    }
+
+    /// Bound every wait for the kernel's answer (`SO_RCVTIMEO`; `None`
+    /// waits for ever, the default). A daemon sets it so that a lost reply
+    /// becomes an error it can retry on a fresh socket instead of a request
+    /// that never returns.
+    pub fn set_reply_timeout(&mut self, t: Option<std::time::Duration>) -> Result<(), Error> {
+        // A zero timeval means no timeout: a zero Duration waits 1 µs.
+        let d = t.map_or(std::time::Duration::ZERO, |d| {
+            d.max(std::time::Duration::from_micros(1))
+        });
+        let tv = libc::timeval {
+            tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_usec: d.subsec_micros() as libc::suseconds_t,
+        };
+        // SAFETY: the fd is this socket's, open for the call; `tv` is a
+        // valid timeval that outlives it and its size is passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&tv as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(Error::Io(io::Error::last_os_error()));
+        }
+        self.reply_timeout = t;
+        Ok(())
+    }
+
+    /// The error of a wait that hit [`Netlink::set_reply_timeout`].
+    fn timed_out(&self, e: io::Error) -> Error {
+        match (e.kind(), self.reply_timeout) {
+            (io::ErrorKind::WouldBlock, Some(t)) => Error::Io(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the kernel did not answer within {} ms", t.as_millis()),
+            )),
+            _ => Error::Io(e),
+        }
     }
 
     /// Override the pipelining window (at least 1).
@@ -323,7 +368,7 @@ impl Netlink {
                 }
                 Ok(n) => return split_datagram(&self.buf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::Io(e)),
+                Err(e) => return Err(self.timed_out(e)),
             }
         }
     }
@@ -367,7 +412,6 @@ impl Netlink {
     /// DONE while the data is being read), so this halves a small dump's
     /// receive calls.
     fn recv_batch(&mut self, lens: &mut [usize; RECV_BATCH]) -> Result<usize, Error> {
-        use std::os::fd::AsRawFd;
         let base = self.buf.as_mut_ptr();
         // SAFETY: an all-zero iovec/mmsghdr is a valid value (null pointers,
         // zero lengths) that is filled in below.
@@ -398,7 +442,7 @@ impl Netlink {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                return Err(Error::Io(e));
+                return Err(self.timed_out(e));
             }
             let got = rc as usize;
             for (len, h) in lens.iter_mut().zip(&hdrs[..got]) {
@@ -438,7 +482,6 @@ fn is_data(kind: u16) -> bool {
 }
 
 fn force_rcvbuf(sock: &Socket, size: i32) -> bool {
-    use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
     // SAFETY: setsockopt with a valid fd, a pointer to a live i32 and its size.
     let rc = unsafe {
@@ -489,5 +532,29 @@ mod tests {
             .request(RouteNetlinkMessage::GetLink(missing), 0)
             .unwrap_err();
         assert_eq!(e.errno(), Some(libc::ENODEV), "{e}");
+    }
+
+    /// With a reply timeout, a wait with nothing coming (no request sent)
+    /// ends in a TimedOut error that says so, for both receive paths; the
+    /// socket still works afterwards.
+    #[test]
+    fn reply_timeout_ends_a_wait_for_nothing() {
+        let mut nl = Netlink::open_route().unwrap();
+        nl.set_reply_timeout(Some(std::time::Duration::from_millis(20)))
+            .unwrap();
+        let t = std::time::Instant::now();
+        let e = nl.recv().unwrap_err();
+        let Error::Io(io) = &e else { panic!("{e}") };
+        assert_eq!(io.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("within 20 ms"), "{e}");
+        let mut lens = [0; RECV_BATCH];
+        assert!(
+            matches!(nl.recv_batch(&mut lens), Err(Error::Io(e)) if e.kind() == io::ErrorKind::TimedOut)
+        );
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+        assert!(!nl
+            .dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
+            .unwrap()
+            .is_empty());
     }
 }

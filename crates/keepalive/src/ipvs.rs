@@ -10,6 +10,11 @@ use ipvs_netlink::ipvs::{DaemonState, SyncDaemon};
 
 use crate::config::OnFailure;
 
+/// The longest wait for the kernel's answer to one IPVS request: a lost
+/// reply fails the request (retried on a fresh socket with back-off)
+/// instead of holding every later apply behind it.
+const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Role of the kernel connection-sync daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncRole {
@@ -107,10 +112,12 @@ pub struct IpvsctlBackend {
 impl IpvsctlBackend {
     fn client(&mut self) -> anyhow::Result<&mut ipvs_netlink::ipvs::Client> {
         if self.client.is_none() {
-            self.client = Some(
-                ipvs_netlink::ipvs::Client::open()
-                    .map_err(|e| anyhow::anyhow!("IPVS netlink: {e}"))?,
-            );
+            let mut c = ipvs_netlink::ipvs::Client::open()
+                .map_err(|e| anyhow::anyhow!("IPVS netlink: {e}"))?;
+            c.netlink()
+                .set_reply_timeout(Some(REPLY_TIMEOUT))
+                .map_err(|e| anyhow::anyhow!("IPVS netlink: {e}"))?;
+            self.client = Some(c);
         }
         self.client
             .as_mut()
